@@ -1,0 +1,256 @@
+"""Groupon's locality UUID ("vB"), byte-compatible with locality-uuid.java.
+
+``wwwwwwww-xxxx-byyy-yyyy-zzzzzzzzzzzz``: w = 32-bit counter, x = pid mod 65536,
+literal ``b``, y = low 28 bits of the MAC, z = 48-bit Unix ms. Variable mode (default)
+adds the prime 198491317 per id and writes the counter nibble-reversed, so consecutive
+ids start with different characters and spread over range-sharded stores. Sequential
+mode adds 1 and writes it in order, seeded from MD5 of the UTC time as ``yyyyMMddHHm``
+(a 10-minute window, as the Java source does, though its README says "hour"), so ids
+made close together share their first characters.
+
+These are not RFC 4122 UUIDs: the variant bits are not set and ``UUID.version`` is None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import random
+import uuid
+import weakref
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .clock import Clock, system_clock
+from .errors import ForkedGeneratorError
+from .timeutil import datetime_from_ms, format_ms
+
+__all__ = [
+    "INCREMENT",
+    "LocalityParts",
+    "LocalityUUIDGenerator",
+    "compose",
+    "decompose",
+    "reverse_nibbles",
+    "sequential_seed",
+]
+
+INCREMENT = 198491317  # prime, coprime to 2**32: a full period of 2**32 counters
+VERSION = 0xB
+_MASK32 = 0xFFFFFFFF
+_MAX_MS = (1 << 48) - 1
+_NIBBLE_SWAP = bytes(((b & 0xF) << 4) | (b >> 4) for b in range(256))
+_new_uuid = object.__new__
+_set = object.__setattr__
+_UNKNOWN = uuid.SafeUUID.unknown
+
+
+def reverse_nibbles(value: int) -> int:
+    """The 32-bit value with its 8 hex digits in reverse order (its own inverse)."""
+    return int.from_bytes((value & _MASK32).to_bytes(4, "little").translate(_NIBBLE_SWAP), "big")
+
+
+def _uuid_from_int(value: int) -> uuid.UUID:
+    # uuid.UUID(int=...) re-validates its arguments; this value is in range by construction.
+    result = _new_uuid(uuid.UUID)
+    _set(result, "int", value)
+    _set(result, "is_safe", _UNKNOWN)
+    return result
+
+
+def sequential_seed(at: datetime) -> int:
+    """The sequential-mode starting counter for an instant (Java: MD5 of yyyyMMddHHm)."""
+    stamp = at.astimezone(UTC).strftime("%Y%m%d%H%M")[:11]
+    return int.from_bytes(hashlib.md5(stamp.encode()).digest()[:4], "little")
+
+
+@dataclass(frozen=True, slots=True)
+class LocalityParts:
+    """A decoded locality UUID."""
+
+    value: uuid.UUID
+    block: int  # the first 8 hex digits as written
+    pid: int
+    mac: int  # low 28 bits of the MAC
+    timestamp_ms: int
+
+    @property
+    def counter(self) -> int:
+        """The variable-mode counter (the block read nibble-reversed)."""
+        return reverse_nibbles(self.block)
+
+    @property
+    def datetime(self) -> datetime:
+        return datetime_from_ms(self.timestamp_ms)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.value),
+            "timestamp_ms": self.timestamp_ms,
+            "datetime": format_ms(self.timestamp_ms),
+            "counter": self.counter,
+            "block": f"{self.block:08x}",
+            "pid": self.pid,
+            "mac": f"{self.mac:07x}",
+        }
+
+
+def _as_uuid(value: object) -> uuid.UUID:
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value.strip())
+        except ValueError:
+            raise ValueError(f"{value!r} is not a UUID") from None
+    if isinstance(value, bytes) and len(value) == 16:
+        return uuid.UUID(bytes=value)
+    raise TypeError(f"expected a UUID or its string, got {type(value).__name__}")
+
+
+def decompose(value: object) -> LocalityParts:
+    """The parts of a locality UUID (a UUID, its string form, or its 16 bytes)."""
+    u = _as_uuid(value)
+    number = u.int
+    version = (number >> 76) & 0xF
+    if version != VERSION:
+        raise ValueError(f"{u} is not a locality UUID: version nibble is {version:x}, not b")
+    return LocalityParts(
+        value=u,
+        block=number >> 96,
+        pid=(number >> 80) & 0xFFFF,
+        mac=(number >> 48) & 0xFFFFFFF,
+        timestamp_ms=number & _MAX_MS,
+    )
+
+
+def compose(
+    *, counter: int, pid: int, mac: int, timestamp_ms: int, sequential: bool = False
+) -> uuid.UUID:
+    """The locality UUID of these parts; ``counter`` is written as its mode writes it."""
+    _check("counter", counter, _MASK32)
+    _check("pid", pid, 0xFFFF)
+    _check("mac", mac, 0xFFFFFFF)
+    _check("timestamp_ms", timestamp_ms, _MAX_MS)
+    block = counter if sequential else reverse_nibbles(counter)
+    return _uuid_from_int(_middle(pid, mac) | (block << 96) | timestamp_ms)
+
+
+def block_of(value: object) -> int:
+    """The first 32 bits as written: what range-sharded stores see first."""
+    return _as_uuid(value).int >> 96
+
+
+def _check(name: str, value: object, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if not 0 <= value <= maximum:
+        raise ValueError(f"{name}={value} is out of range 0..{maximum}")
+    return value
+
+
+def _middle(pid: int, mac: int) -> int:
+    return (pid << 80) | (VERSION << 76) | (mac << 48)
+
+
+def _mac_bits(mac: int | str | None) -> int:
+    if mac is None:
+        return uuid.getnode() & 0xFFFFFFF
+    if isinstance(mac, str):
+        digits = mac.replace(":", "").replace("-", "").strip()
+        if len(digits) != 12 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+            raise ValueError(f"mac={mac!r} is not a MAC address like 02:42:ac:11:00:02")
+        return int(digits, 16) & 0xFFFFFFF
+    return _check("mac", mac, 0xFFFFFFF)
+
+
+_live: weakref.WeakSet[LocalityUUIDGenerator] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for generator in list(_live):
+        generator._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class LocalityUUIDGenerator:
+    """Locality UUIDs without a lock: one atomic ``next()`` per id.
+
+    ``pid`` and ``mac`` default to the process id and this host's MAC; set them (for
+    example from a pod ordinal) where containers share both.
+    """
+
+    def __init__(
+        self,
+        sequential: bool = False,
+        pid: int | None = None,
+        mac: int | str | None = None,
+        *,
+        clock: Clock | None = None,
+        on_fork: Literal["raise", "continue"] = "raise",
+    ) -> None:
+        if on_fork not in ("raise", "continue"):
+            raise ValueError(f"on_fork must be 'raise' or 'continue', got {on_fork!r}")
+        self.sequential = bool(sequential)
+        self.clock = clock if clock is not None else system_clock()
+        self.on_fork = on_fork
+        self._fixed_pid = pid is not None
+        self.pid = _check("pid", pid, 0xFFFF) if pid is not None else os.getpid() % 65536
+        self.mac = _mac_bits(mac)
+        self._forked_from: int | None = None
+        self._start()
+        _live.add(self)
+
+    def _start(self) -> None:
+        self._middle = _middle(self.pid, self.mac)
+        if self.sequential:
+            self._first = sequential_seed(datetime_from_ms(self.clock.now_ms()))
+            self._step = 1
+        else:
+            self._first = random.getrandbits(32)
+            self._step = INCREMENT
+        self._ticks = itertools.count(1)  # the Java counters add before they read
+
+    def next_id(self) -> uuid.UUID:
+        if self._forked_from is not None:
+            self._raise_forked()
+        count = (self._first + next(self._ticks) * self._step) & _MASK32
+        block = count if self.sequential else reverse_nibbles(count)
+        ms = (self.clock.source() + self.clock.offset_ns) // 1_000_000
+        return _uuid_from_int((block << 96) | self._middle | ms)
+
+    def next_ids(self, count: int) -> list[uuid.UUID]:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be an int >= 0, got {count!r}")
+        return [self.next_id() for _ in range(count)]
+
+    def decompose(self, value: object) -> LocalityParts:
+        return decompose(value)
+
+    @property
+    def node(self) -> dict[str, int]:
+        return {"pid": self.pid, "mac": self.mac}
+
+    def _after_fork_in_child(self) -> None:
+        if self._fixed_pid:
+            if self.on_fork == "raise":
+                self._forked_from = os.getppid()
+                return
+        else:
+            self.pid = os.getpid() % 65536
+        self._start()
+
+    def _raise_forked(self) -> None:
+        raise ForkedGeneratorError(
+            f"{self!r} has a fixed pid={self.pid} and was inherited by forked process "
+            f"{os.getpid()} from {self._forked_from}: both would issue ids with the same "
+            "pid and MAC. Give each process its own pid value, or leave pid unset."
+        )
+
+    def __repr__(self) -> str:
+        mode = "sequential" if self.sequential else "variable"
+        return f"<LocalityUUIDGenerator {mode} pid={self.pid} mac={self.mac:07x}>"

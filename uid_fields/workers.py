@@ -1,0 +1,75 @@
+"""Where a node field's value (worker id, datacenter, server digit) comes from.
+
+A value is a plain int (configured per deployment) or a source object. A source with
+``per_process = True`` hands a forked child its own value; a fixed value cannot, and
+generators refuse to reuse it in a child (see ``ForkedGeneratorError``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol, runtime_checkable
+
+__all__ = ["FromEnv", "NodeSource", "NodeValue", "resolve_node"]
+
+
+@runtime_checkable
+class NodeSource(Protocol):
+    """Anything that can produce a node field value for a field of ``bits`` bits."""
+
+    per_process: bool
+
+    def acquire(self, field: str, maximum: int) -> int: ...
+
+
+NodeValue = int | NodeSource
+
+
+class FromEnv:
+    """A node value read from an environment variable (one per process or pod)."""
+
+    per_process = False
+
+    def __init__(self, variable: str) -> None:
+        self.variable = variable
+
+    def acquire(self, field: str, maximum: int) -> int:
+        raw = os.environ.get(self.variable)
+        if raw is None:
+            raise ValueError(
+                f"environment variable {self.variable} is not set; it must hold the "
+                f"{field} id (0..{maximum}) of this process"
+            )
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ValueError(
+                f"environment variable {self.variable}={raw!r} is not an integer {field} id"
+            ) from None
+        return _in_range(field, value, maximum, f" (from ${self.variable})")
+
+    def __repr__(self) -> str:
+        return f"FromEnv({self.variable!r})"
+
+
+def _in_range(field: str, value: int, maximum: int, origin: str = "") -> int:
+    if not 0 <= value <= maximum:
+        raise ValueError(f"{field}={value}{origin} is out of range 0..{maximum}")
+    return value
+
+
+def resolve_node(
+    source: object, *, field: str, bits: int | None, maximum: int | None = None
+) -> int:
+    """The value of a node field from an int or a source, range-checked."""
+    if maximum is None:
+        if bits is None:
+            raise TypeError("give bits or maximum")
+        maximum = (1 << bits) - 1
+    if isinstance(source, bool):
+        raise TypeError(f"{field} must be an int or a node source, got {source!r}")
+    if isinstance(source, int):
+        return _in_range(field, source, maximum)
+    if isinstance(source, NodeSource):
+        return _in_range(field, source.acquire(field, maximum), maximum, f" (from {source!r})")
+    raise TypeError(f"{field} must be an int or a node source, got {source!r}")
