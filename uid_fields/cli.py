@@ -1,0 +1,161 @@
+"""``uid-fields`` / ``python -m uid_fields``: decode, generate and inspect ids."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from . import locality, uniqid
+from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
+from .layouts import (
+    DECIMAL,
+    DECIMAL_SQL,
+    DISCORD,
+    INSTAGRAM,
+    PHP_REDIS,
+    SONYFLAKE,
+    TWITTER,
+    DecimalLayout,
+    IntLayout,
+    SnowflakeLayout,
+)
+from .timeutil import parse_instant
+
+LAYOUTS: dict[str, IntLayout] = {
+    layout.name: layout  # type: ignore[misc]
+    for layout in (TWITTER, INSTAGRAM, SONYFLAKE, DISCORD, PHP_REDIS, DECIMAL, DECIMAL_SQL)
+}
+SCHEMES = [*LAYOUTS, "locality", "uniqid"]
+
+
+class CliError(Exception):
+    pass
+
+
+def _layout(args: argparse.Namespace) -> IntLayout:
+    layout = LAYOUTS[args.layout]
+    if args.epoch is not None:
+        layout = layout.replace(epoch_ms=parse_instant(args.epoch))
+    return layout
+
+
+def _node_fields(pairs: Sequence[str]) -> dict[str, int]:
+    fields = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise CliError(f"--field expects NAME=INT, got {pair!r}")
+        fields[name.strip()] = int(value)
+    return fields
+
+
+def _decode(args: argparse.Namespace) -> dict[str, Any]:
+    if args.layout == "locality":
+        return locality.decompose(args.id).as_dict()
+    if args.layout == "uniqid":
+        return uniqid.decompose(args.id, args.shards).as_dict()
+    return _layout(args).decompose(args.id).as_dict()  # type: ignore[attr-defined, no-any-return]
+
+
+def _generate(args: argparse.Namespace) -> list[Any]:
+    if args.count < 0 or args.count > 1_000_000:
+        raise CliError(f"-n must be between 0 and 1000000, got {args.count}")
+    if args.layout == "locality":
+        return [str(u) for u in locality.LocalityUUIDGenerator(args.sequential).next_ids(args.count)]
+    if args.layout == "uniqid":
+        return uniqid.UniqIdGenerator(args.shards).next_ids(args.count)
+    layout = _layout(args)
+    fields = _node_fields(args.field)
+    if isinstance(layout, DecimalLayout):
+        return DecimalGenerator(layout, server=fields.pop("server", 0)).next_ids(args.count)
+    assert isinstance(layout, SnowflakeLayout)
+    if "shard" in layout.field_names and "shard" not in fields:
+        sharded = ShardedIdGenerator(layout, **fields)
+        return sharded.next_ids(args.count, shard=args.shard)
+    return SnowflakeGenerator(layout, **fields).next_ids(args.count)
+
+
+def _inspect(args: argparse.Namespace) -> dict[str, Any]:
+    if args.layout in ("locality", "uniqid"):
+        raise CliError(f"inspect takes an integer layout, not {args.layout!r}")
+    layout = _layout(args)
+    info: dict[str, Any] = {
+        "layout": args.layout,
+        "diagram": layout.diagram(),  # type: ignore[attr-defined]
+        "epoch": layout.epoch.isoformat().replace("+00:00", "Z"),
+        "exhausted_at": layout.exhausted_at.isoformat().replace("+00:00", "Z"),
+        "years_left": round((layout.exhausted_at - datetime.now(UTC)).days / 365.25, 1),
+    }
+    if isinstance(layout, SnowflakeLayout):
+        nodes = 1
+        for name in layout.field_names:
+            info[f"{name}_values"] = 1 << layout.field_bits(name)
+            nodes <<= layout.field_bits(name)
+        info["ids_per_ms_per_node"] = layout.ids_per_ms
+        info["nodes"] = nodes
+    else:
+        assert isinstance(layout, DecimalLayout)
+        info["ids_per_ms_per_server"] = (layout.max_random + 1) / layout.time_unit_ms
+        info["servers"] = layout.server_scale
+    return info
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="uid-fields", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--layout", choices=SCHEMES, default="twitter", help="id scheme")
+        p.add_argument("--epoch", help="custom epoch: ISO 8601 or Unix ms")
+        p.add_argument("--shards", type=int, default=4, help="uniqid: total shards (1..10)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    decode = sub.add_parser("decode", help="print the parts of an id")
+    decode.add_argument("id")
+    common(decode)
+    generate = sub.add_parser("generate", help="print new ids")
+    generate.add_argument("-n", "--count", type=int, default=1)
+    generate.add_argument("--field", action="append", default=[], metavar="NAME=INT")
+    generate.add_argument("--shard", type=int, default=0, help="sharded layouts: logical shard")
+    generate.add_argument("--sequential", action="store_true", help="locality: sequential mode")
+    common(generate)
+    inspect = sub.add_parser("inspect", help="capacity and lifetime of a layout")
+    common(inspect)
+    return parser
+
+
+def _print_mapping(data: dict[str, Any]) -> None:
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        print(f"{key:<{width}}  {value}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "decode":
+            result: Any = _decode(args)
+        elif args.command == "generate":
+            result = _generate(args)
+        else:
+            result = _inspect(args)
+    except (CliError, ValueError, TypeError, OverflowError) as exc:
+        print(f"uid-fields: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, default=str))
+    elif isinstance(result, list):
+        for item in result:
+            print(item)
+    else:
+        _print_mapping(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
