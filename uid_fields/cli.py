@@ -43,8 +43,8 @@ def _layout(args: argparse.Namespace) -> IntLayout:
     return layout
 
 
-def _node_fields(pairs: Sequence[str]) -> dict[str, int]:
-    fields = {}
+def _node_fields(pairs: Sequence[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not value.strip().lstrip("-").isdigit():
@@ -58,14 +58,16 @@ def _decode(args: argparse.Namespace) -> dict[str, Any]:
         return locality.decompose(args.id).as_dict()
     if args.layout == "uniqid":
         return uniqid.decompose(args.id, args.shards).as_dict()
-    return _layout(args).decompose(args.id).as_dict()  # type: ignore[attr-defined, no-any-return]
+    return _layout(args).decompose(args.id).as_dict()
 
 
 def _generate(args: argparse.Namespace) -> list[Any]:
     if args.count < 0 or args.count > 1_000_000:
         raise CliError(f"-n must be between 0 and 1000000, got {args.count}")
     if args.layout == "locality":
-        return [str(u) for u in locality.LocalityUUIDGenerator(args.sequential).next_ids(args.count)]
+        return [
+            str(u) for u in locality.LocalityUUIDGenerator(args.sequential).next_ids(args.count)
+        ]
     if args.layout == "uniqid":
         return uniqid.UniqIdGenerator(args.shards).next_ids(args.count)
     layout = _layout(args)
@@ -85,7 +87,7 @@ def _inspect(args: argparse.Namespace) -> dict[str, Any]:
     layout = _layout(args)
     info: dict[str, Any] = {
         "layout": args.layout,
-        "diagram": layout.diagram(),  # type: ignore[attr-defined]
+        "diagram": layout.diagram(),
         "epoch": layout.epoch.isoformat().replace("+00:00", "Z"),
         "exhausted_at": layout.exhausted_at.isoformat().replace("+00:00", "Z"),
         "years_left": round((layout.exhausted_at - datetime.now(UTC)).days / 365.25, 1),

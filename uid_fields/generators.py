@@ -256,12 +256,10 @@ class ShardedIdGenerator:
         self.shard_field = shard_field
         self.shard_bits = layout.field_bits(shard_field)
         self.logical_shards = 1 << self.shard_bits
-        self._options: dict[str, Any] = {
-            "clock": clock if clock is not None else system_clock(),
-            "max_backward_ms": max_backward_ms,
-            "on_fork": on_fork,
-            **fields,
-        }
+        self._clock = clock if clock is not None else system_clock()
+        self._max_backward_ms = max_backward_ms
+        self._on_fork: OnFork = on_fork
+        self._fields: dict[str, Any] = dict(fields)
         self._per_shard: dict[int, SnowflakeGenerator] = {}
         self._lock = threading.Lock()
         _live.add(self)
@@ -295,7 +293,11 @@ class ShardedIdGenerator:
                 generator = self._per_shard.get(shard)
                 if generator is None:
                     generator = SnowflakeGenerator(
-                        self.layout, **{self.shard_field: shard}, **self._options
+                        self.layout,
+                        clock=self._clock,
+                        max_backward_ms=self._max_backward_ms,
+                        on_fork=self._on_fork,
+                        **{self.shard_field: shard, **self._fields},
                     )
                     self._per_shard[shard] = generator
         return generator

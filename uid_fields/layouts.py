@@ -9,7 +9,7 @@ from __future__ import annotations
 import keyword
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, Self
 
 from .errors import LayoutExhaustedError
 from .timeutil import datetime_from_ms, format_ms, ms_from_datetime
@@ -150,6 +150,26 @@ class IntLayout:
     def timestamp_ms_of(self, value: object) -> int:
         raise NotImplementedError
 
+    def decompose(self, value: object) -> Parts:
+        raise NotImplementedError
+
+    def replace(self, **changes: Any) -> Self:
+        raise NotImplementedError
+
+    def diagram(self) -> str:
+        raise NotImplementedError
+
+
+class Parts(Protocol):
+    """What every decoded id offers."""
+
+    timestamp_ms: int
+
+    @property
+    def datetime(self) -> datetime: ...
+
+    def as_dict(self) -> dict[str, Any]: ...
+
 
 class SnowflakeParts:
     """A decoded snowflake: time, sequence and one attribute per node field."""
@@ -172,7 +192,7 @@ class SnowflakeParts:
 
     def __getattr__(self, name: str) -> int:
         try:
-            return self.fields[name]  # type: ignore[no-any-return]
+            return self.fields[name]
         except KeyError:
             raise AttributeError(name) from None
 
@@ -360,7 +380,7 @@ class SnowflakeLayout(IntLayout):
             self.unsigned,
         )
 
-    def replace(self, **changes: Any) -> SnowflakeLayout:
+    def replace(self, **changes: Any) -> Self:
         """The same layout with some parameters changed (epoch_ms, fields, ...)."""
         params: dict[str, Any] = {
             "epoch_ms": self.epoch_ms,
@@ -376,7 +396,7 @@ class SnowflakeLayout(IntLayout):
         if unknown:
             raise TypeError(f"replace() got unknown parameter(s) {sorted(unknown)}")
         params.update(changes)
-        return SnowflakeLayout(**params)
+        return type(self)(**params)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SnowflakeLayout):
@@ -479,13 +499,11 @@ class DecimalLayout(IntLayout):
         self.random_digits = _check_int("random_digits", random_digits, 0, 19)
         self.server_digits = _check_int("server_digits", server_digits, 0, 19)
         self.total_digits = self.time_digits + self.random_digits + self.server_digits
-        self.server_scale = 10**self.server_digits
-        self.time_scale = 10 ** (self.random_digits + self.server_digits)
-        self.max_random = 10**self.random_digits - 1
+        self.server_scale: int = 10**self.server_digits
+        self.time_scale: int = 10 ** (self.random_digits + self.server_digits)
+        self.max_random: int = 10**self.random_digits - 1
         self.max_server = self.server_scale - 1
-        self.max_unit = min(
-            10**self.time_digits - 1, (self.max_value + 1) // self.time_scale - 1
-        )
+        self.max_unit = min(10**self.time_digits - 1, (self.max_value + 1) // self.time_scale - 1)
         if self.max_unit < 0:
             raise ValueError(
                 f"{self.total_digits} digits leave no time unit below {self.max_value}"
@@ -526,7 +544,7 @@ class DecimalLayout(IntLayout):
             self.unsigned,
         )
 
-    def replace(self, **changes: Any) -> DecimalLayout:
+    def replace(self, **changes: Any) -> Self:
         params: dict[str, Any] = {
             "epoch_ms": self.epoch_ms,
             "time_digits": self.time_digits,
@@ -540,7 +558,7 @@ class DecimalLayout(IntLayout):
         if unknown:
             raise TypeError(f"replace() got unknown parameter(s) {sorted(unknown)}")
         params.update(changes)
-        return DecimalLayout(**params)
+        return type(self)(**params)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DecimalLayout):

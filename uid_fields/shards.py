@@ -229,12 +229,9 @@ def _check_cover(ranges: Mapping[str, tuple[int, int]], total: int) -> None:
         for logical in range(low, high):
             if owner[logical] is not None:
                 raise ValueError(
-                    f"logical shard {logical} is mapped twice: to {owner[logical]!r} "
-                    f"and {alias!r}"
+                    f"logical shard {logical} is mapped twice: to {owner[logical]!r} and {alias!r}"
                 )
             owner[logical] = alias
     missing = [i for i, alias in enumerate(owner) if alias is None]
     if missing:
-        raise ValueError(
-            f"{len(missing)} logical shard(s) map to no database, first {missing[:5]}"
-        )
+        raise ValueError(f"{len(missing)} logical shard(s) map to no database, first {missing[:5]}")

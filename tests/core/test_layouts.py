@@ -61,10 +61,15 @@ class TestVectors:
         value = (elapsed << 24) | (200 << 16) | 0xBEEF
         parts = SONYFLAKE.decompose(value)
         assert (parts.machine, parts.sequence, parts.datetime) == (0xBEEF, 200, at)
-        assert SONYFLAKE.compose(timestamp_ms=ms_from_datetime(at), sequence=200, machine=0xBEEF) == value
+        assert (
+            SONYFLAKE.compose(timestamp_ms=ms_from_datetime(at), sequence=200, machine=0xBEEF)
+            == value
+        )
 
     def test_php_redis_split(self) -> None:
-        value = PHP_REDIS.compose(timestamp_ms=PHP_REDIS.epoch_ms + 1000, sequence=4095, server=31, worker=0)
+        value = PHP_REDIS.compose(
+            timestamp_ms=PHP_REDIS.epoch_ms + 1000, sequence=4095, server=31, worker=0
+        )
         assert value == (1000 << 22) | (31 << 17) | 4095
         assert PHP_REDIS.decompose(value).server == 31
 
@@ -198,7 +203,9 @@ class TestValueSemantics:
         assert "twitter" in text and "datacenter" in text and "2010-11-04T01:42:54.657Z" in text
         assert "low_fields=(('machine', 16),)" in repr(SONYFLAKE)
         assert "time_unit_ms=1000" in repr(DECIMAL_SQL)
-        assert TWITTER.diagram() == "1 unused | 41 time (ms) | 5 datacenter | 5 worker | 12 sequence"
+        assert (
+            TWITTER.diagram() == "1 unused | 41 time (ms) | 5 datacenter | 5 worker | 12 sequence"
+        )
 
     def test_parts_repr_and_dict(self) -> None:
         parts = DISCORD.decompose(175928847299117063)
@@ -214,7 +221,11 @@ class TestValueSemantics:
         value = DECIMAL.compose(timestamp_ms=DECIMAL.epoch_ms + 123, random=456789, server=7)
         assert value == 123 * 10**7 + 456789 * 10 + 7
         parts = DECIMAL.decompose(value)
-        assert (parts.timestamp_ms - DECIMAL.epoch_ms, parts.random, parts.server) == (123, 456789, 7)
+        assert (parts.timestamp_ms - DECIMAL.epoch_ms, parts.random, parts.server) == (
+            123,
+            456789,
+            7,
+        )
         with pytest.raises(ValueError, match="server=10"):
             DECIMAL.compose(timestamp_ms=DECIMAL.epoch_ms, server=10)
         with pytest.raises(ValueError, match="digits"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 import uuid
 from datetime import UTC, datetime
@@ -53,7 +54,7 @@ def test_variable_mode_is_java_arithmetic() -> None:
     gen = LocalityUUIDGenerator(pid=12618, mac="00:00:0d:53:7a:50", clock=clock)
     ids = gen.next_ids(64)
     counters = [locality.decompose(u).counter for u in ids]
-    for a, b in zip(counters, counters[1:], strict=False):
+    for a, b in itertools.pairwise(counters):
         assert (b - a) % 2**32 == locality.INCREMENT
     # The written block is the counter nibble-reversed: its first hex digit is the
     # counter's lowest nibble, which cycles +5 (mod 16) and so visits all 16 values.

@@ -1,4 +1,4 @@
-"""Hypothesis: every layout round-trips, bounds bracket, order follows time, decode never crashes."""
+"""Hypothesis: layouts round-trip, bounds bracket, order follows time, decoding never crashes."""
 
 from __future__ import annotations
 
@@ -37,14 +37,18 @@ def snowflake_layouts(draw: st.DrawFn) -> SnowflakeLayout:
 def layout_and_parts(draw: st.DrawFn) -> tuple[SnowflakeLayout, int, int, dict[str, int]]:
     layout = draw(snowflake_layouts())
     unit = draw(st.integers(0, layout.max_unit))
-    ts = layout.epoch_ms + unit * layout.time_unit_ms + draw(st.integers(0, layout.time_unit_ms - 1))
+    ts = (
+        layout.epoch_ms + unit * layout.time_unit_ms + draw(st.integers(0, layout.time_unit_ms - 1))
+    )
     fields = {n: draw(st.integers(0, (1 << layout.field_bits(n)) - 1)) for n in layout.field_names}
     sequence = draw(st.integers(0, layout.max_sequence))
     return layout, ts, sequence, fields
 
 
 @given(layout_and_parts())
-def test_compose_decompose_round_trip(case: tuple[SnowflakeLayout, int, int, dict[str, int]]) -> None:
+def test_compose_decompose_round_trip(
+    case: tuple[SnowflakeLayout, int, int, dict[str, int]],
+) -> None:
     layout, ts, sequence, fields = case
     value = layout.compose(timestamp_ms=ts, sequence=sequence, **fields)
     assert 0 <= value <= layout.max_value
@@ -97,7 +101,9 @@ def test_decimal_round_trip(unit: int, random: int, server: int, unsigned: bool)
 
 
 @given(st.integers(1, 13), st.integers(0, 9), st.integers(0, 3), st.sampled_from([1, 1000]))
-def test_decimal_layouts_any_digits(time_digits: int, random_digits: int, server_digits: int, unit_ms: int) -> None:
+def test_decimal_layouts_any_digits(
+    time_digits: int, random_digits: int, server_digits: int, unit_ms: int
+) -> None:
     layout = DecimalLayout(
         epoch_ms=0,
         time_digits=time_digits,
@@ -110,9 +116,17 @@ def test_decimal_layouts_any_digits(time_digits: int, random_digits: int, server
     assert layout.decompose(last).random == layout.max_random
 
 
-@given(st.integers(0, 2**32 - 1), st.integers(0, 0xFFFF), st.integers(0, 2**28 - 1), st.integers(0, 2**48 - 1), st.booleans())
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 0xFFFF),
+    st.integers(0, 2**28 - 1),
+    st.integers(0, 2**48 - 1),
+    st.booleans(),
+)
 def test_locality_round_trip(counter: int, pid: int, mac: int, ms: int, sequential: bool) -> None:
-    value = locality.compose(counter=counter, pid=pid, mac=mac, timestamp_ms=ms, sequential=sequential)
+    value = locality.compose(
+        counter=counter, pid=pid, mac=mac, timestamp_ms=ms, sequential=sequential
+    )
     parts = locality.decompose(str(value))
     assert (parts.pid, parts.mac, parts.timestamp_ms) == (pid, mac, ms)
     assert (parts.block if sequential else parts.counter) == counter

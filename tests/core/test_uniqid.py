@@ -14,7 +14,7 @@ def test_format_is_shard_prefix_then_php_uniqid() -> None:
     value = gen.next_id()
     seconds, micros = 1_700_000_000, 123_456
     # php-src ext/standard/uniqid.c: "%08x%05x" of seconds and microseconds.
-    assert value[5:] == "%08x%05x" % (seconds, micros)
+    assert value[5:] == f"{seconds:08x}{micros:05x}"
     assert value[0] == str(micros % 4)
     assert len(value) == 18 and value == value.lower()
     parts = gen.decompose(value)

@@ -1,0 +1,87 @@
+"""The command line: decode, generate, inspect; bad input is one line and status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from uid_fields import INSTAGRAM, TWITTER, locality
+from uid_fields.cli import main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_decode_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "decode", "175928847299117063", "--layout", "discord", "--json")
+    assert code == 0
+    assert json.loads(out) == {
+        "id": 175928847299117063,
+        "timestamp_ms": 1462015105796,
+        "datetime": "2016-04-30T11:18:25.796Z",
+        "worker": 1,
+        "process": 0,
+        "sequence": 7,
+    }
+
+
+def test_decode_with_custom_epoch(capsys: pytest.CaptureFixture[str]) -> None:
+    value = TWITTER.replace(epoch_ms=1704067200000).compose(timestamp_ms=1704067201000, worker=9)
+    code, out, _ = run(capsys, "decode", str(value), "--epoch", "2024-01-01T00:00:00Z")
+    assert code == 0 and "2024-01-01T00:00:01.000Z" in out and "worker" in out
+
+
+def test_decode_locality_and_uniqid(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys, "decode", "20be0ffc-314a-bd53-7a50-013a65ca76d2", "--layout", "locality", "--json"
+    )
+    assert code == 0 and json.loads(out)["pid"] == 12618
+    code, out, _ = run(capsys, "decode", "1abcd6557d8a001e241", "--layout", "uniqid")
+    assert code == 2
+
+
+def test_generate(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "generate", "-n", "5", "--layout", "instagram", "--shard", "42")
+    ids = [int(line) for line in out.split()]
+    assert code == 0 and len(ids) == 5 and ids == sorted(ids)
+    assert {INSTAGRAM.decompose(i).shard for i in ids} == {42}
+    code, out, _ = run(capsys, "generate", "-n", "2", "--layout", "locality", "--json")
+    assert [locality.decompose(u).pid >= 0 for u in json.loads(out)] == [True, True]
+    code, out, _ = run(capsys, "generate", "--field", "worker=5", "--field", "datacenter=2")
+    assert TWITTER.decompose(int(out)).worker == 5
+
+
+def test_inspect(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "inspect", "--layout", "instagram", "--json")
+    info = json.loads(out)
+    assert code == 0
+    assert info["exhausted_at"].startswith("2046-06-27")
+    assert info["ids_per_ms_per_node"] == 1024 and info["shard_values"] == 8192
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["decode", "not-an-id"],
+        ["decode", str(2**64)],
+        ["generate", "--field", "worker=99"],
+        ["generate", "--epoch", "2999-01-01"],
+        ["generate", "--epoch", "yesterday"],
+        ["inspect", "--layout", "locality"],
+        ["decode", "x", "--layout", "locality"],
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(argv: list[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "uid_fields", *argv], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("uid-fields: error: ")
