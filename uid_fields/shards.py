@@ -28,6 +28,7 @@ __all__ = [
     "Route",
     "ShardMap",
     "mix64",
+    "route_for",
 ]
 
 _MASK64 = (1 << 64) - 1
@@ -235,3 +236,34 @@ def _check_cover(ranges: Mapping[str, tuple[int, int]], total: int) -> None:
     missing = [i for i, alias in enumerate(owner) if alias is None]
     if missing:
         raise ValueError(f"{len(missing)} logical shard(s) map to no database, first {missing[:5]}")
+
+
+def route_for(generator: object, by: str | None = None, logical_shards: int = 1024) -> Route:
+    """The natural route of a generator's ids.
+
+    Sharded ids route by their shard field, uniqids by their shard digit, decimal ids
+    by their server digits, locality UUIDs by their counter block, snowflakes by the
+    mixed modulo; ``by`` names a node field to route on instead (a datacenter, say).
+    """
+    from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
+    from .locality import LocalityUUIDGenerator
+    from .uniqid import UniqIdGenerator
+
+    if by is not None:
+        layout = getattr(generator, "layout", None)
+        if not isinstance(layout, SnowflakeLayout):
+            raise ValueError(f"by={by!r} needs a snowflake layout, not {generator!r}")
+        return ByField(layout, by)
+    if isinstance(generator, ShardedIdGenerator):
+        return ByField(generator.layout, generator.shard_field)
+    if isinstance(generator, UniqIdGenerator):
+        return ByUniqIdDigit(generator.total_shards)
+    if isinstance(generator, LocalityUUIDGenerator):
+        return ByLocalityBlock(logical_shards)
+    if isinstance(generator, DecimalGenerator):
+        if generator.layout.server_digits:
+            return ByDecimalServer(generator.layout)
+        return ByModulo(logical_shards, max_value=generator.layout.max_value)
+    if isinstance(generator, SnowflakeGenerator):
+        return ByModulo(logical_shards, max_value=generator.layout.max_value)
+    raise TypeError(f"no route for {generator!r}")

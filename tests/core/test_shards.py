@@ -136,3 +136,17 @@ def test_uniqid_and_decimal_routes() -> None:
         assert shard_map.database_for(value) == DBS[int(value[0])]
     decimal_map = ShardMap(["a", "b"], route=ByDecimalServer(DECIMAL))
     assert decimal_map.database_for(DECIMAL.compose(timestamp_ms=DECIMAL.epoch_ms, server=7)) == "b"
+
+
+def test_route_for_each_generator() -> None:
+    from uid_fields import DecimalGenerator
+    from uid_fields.shards import route_for
+
+    assert isinstance(route_for(ShardedIdGenerator(INSTAGRAM)), ByField)
+    assert isinstance(route_for(SnowflakeGenerator(TWITTER)), ByModulo)
+    assert route_for(SnowflakeGenerator(TWITTER), by="datacenter").logical_shards == 32
+    assert isinstance(route_for(DecimalGenerator(DECIMAL)), ByDecimalServer)
+    assert isinstance(route_for(LocalityUUIDGenerator()), ByLocalityBlock)
+    assert route_for(UniqIdGenerator(3)).logical_shards == 3
+    with pytest.raises(ValueError, match="no field 'rack'"):
+        route_for(SnowflakeGenerator(TWITTER), by="rack")
