@@ -27,3 +27,46 @@ def unavailable(name: str, error: BaseException) -> NoReturn:
     if required():
         pytest.fail(f"{message}; UID_FIELDS_REQUIRE_SERVICES=1 makes this a failure", pytrace=False)
     pytest.skip(f"{message}; start it or set UID_FIELDS_*_URL")
+
+
+def _mysql_params() -> dict[str, object]:
+    from urllib.parse import urlsplit
+
+    url = urlsplit(MYSQL_URL)
+    return {
+        "host": url.hostname or "127.0.0.1",
+        "port": url.port or 3306,
+        "user": url.username or "root",
+        "password": url.password or "",
+        "connect_timeout": 5,
+    }
+
+
+def postgres_connection():  # type: ignore[no-untyped-def]
+    """A psycopg connection to the server, or a skip/failure saying why there is none."""
+    import psycopg
+
+    try:
+        return psycopg.connect(POSTGRES_URL, connect_timeout=5, autocommit=True)
+    except psycopg.OperationalError as exc:
+        unavailable("PostgreSQL", exc)
+
+
+def mysql_connection():  # type: ignore[no-untyped-def]
+    import pymysql
+
+    try:
+        return pymysql.connect(**_mysql_params())  # type: ignore[arg-type]
+    except pymysql.err.OperationalError as exc:
+        unavailable("MariaDB", exc)
+
+
+def redis_client():  # type: ignore[no-untyped-def]
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=5)
+    try:
+        client.ping()
+    except redis.exceptions.ConnectionError as exc:
+        unavailable("Redis", exc)
+    return client

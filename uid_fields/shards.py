@@ -207,6 +207,20 @@ class ShardMap:
         """The alias of the database an id lives on."""
         return self._table[self.route.logical_shard(value)]
 
+    def logical_shard_in(self, alias: str, key: int) -> int:
+        """A logical shard held by ``alias``, picked by a stable hash of ``key``.
+
+        Co-locates rows with a parent on another map: the child's ids carry a logical
+        shard that lives on the parent's database.
+        """
+        try:
+            low, high = self.ranges[alias]
+        except KeyError:
+            raise ValueError(
+                f"database {alias!r} is not in this shard map ({list(self.databases)})"
+            ) from None
+        return low + mix64(key) % (high - low)
+
     def group(self, values: Iterable[Any]) -> dict[str, list[Any]]:
         """Ids grouped by database, each group in input order."""
         groups: dict[str, list[Any]] = {}

@@ -150,3 +150,13 @@ def test_route_for_each_generator() -> None:
     assert route_for(UniqIdGenerator(3)).logical_shards == 3
     with pytest.raises(ValueError, match="no field 'rack'"):
         route_for(SnowflakeGenerator(TWITTER), by="rack")
+
+
+def test_logical_shard_in_stays_on_the_alias() -> None:
+    shard_map = ShardMap(DBS, route=ByField(INSTAGRAM))
+    picks = {shard_map.logical_shard_in("shard_2", key) for key in range(1000)}
+    assert {shard_map.database(p) for p in picks} == {"shard_2"}
+    assert len(picks) > 500  # spread over the alias's range, stable per key
+    assert shard_map.logical_shard_in("shard_2", 42) == shard_map.logical_shard_in("shard_2", 42)
+    with pytest.raises(ValueError, match="not in this shard map"):
+        shard_map.logical_shard_in("elsewhere", 1)

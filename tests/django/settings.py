@@ -1,0 +1,98 @@
+"""Settings of the Django test project.
+
+``UID_FIELDS_TEST_DB`` picks where the four shard databases live: ``sqlite`` (files,
+the default), ``postgres`` or ``mysql`` (MariaDB); ``default`` stays SQLite.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from urllib.parse import urlsplit
+
+BACKEND = os.environ.get("UID_FIELDS_TEST_DB", "sqlite")
+SHARDS = ["shard_0", "shard_1", "shard_2", "shard_3"]
+DATA_DIR = Path(tempfile.gettempdir()) / f"uid_fields_tests_{os.getpid()}"
+DATA_DIR.mkdir(exist_ok=True)
+
+SECRET_KEY = "tests-only"
+USE_TZ = True
+TIME_ZONE = "UTC"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "uid_fields.django",
+    "tests.django.testapp",
+]
+DATABASE_ROUTERS = ["uid_fields.django.ShardRouter"]
+
+
+def _sqlite(name: str) -> dict[str, object]:
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(DATA_DIR / f"{name}.sqlite3"),
+        "TEST": {"NAME": str(DATA_DIR / f"test_{name}.sqlite3")},
+    }
+
+
+def _postgres(name: str) -> dict[str, object]:
+    url = urlsplit(
+        os.environ.get("UID_FIELDS_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    )
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": url.username or "postgres",
+        "PASSWORD": url.password or "",
+        "HOST": url.hostname or "127.0.0.1",
+        "PORT": url.port or 5432,
+    }
+
+
+def _mysql(name: str) -> dict[str, object]:
+    import pymysql
+
+    pymysql.install_as_MySQLdb()
+    url = urlsplit(os.environ.get("UID_FIELDS_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"))
+    return {
+        "ENGINE": "django.db.backends.mysql",
+        "NAME": name,
+        "USER": url.username or "root",
+        "PASSWORD": url.password or "",
+        "HOST": url.hostname or "127.0.0.1",
+        "PORT": url.port or 3306,
+        "OPTIONS": {"charset": "utf8mb4"},
+    }
+
+
+_shard = {"sqlite": _sqlite, "postgres": _postgres, "mysql": _mysql}[BACKEND]
+DATABASES = {"default": _sqlite("default")}
+for index, alias in enumerate(SHARDS):
+    DATABASES[alias] = _shard(f"uidf_dj_{index}")
+
+if BACKEND == "postgres":
+    INSTALLED_APPS.append("tests.django.pgapp")
+
+UID_FIELDS = {
+    "GENERATORS": {
+        "default": {
+            "kind": "snowflake",
+            "layout": "twitter",
+            "epoch": "2024-01-01T00:00:00Z",
+            "fields": {"datacenter": 0, "worker": 1},
+        },
+        "photos": {"kind": "sharded", "layout": "instagram", "epoch": "2024-01-01T00:00:00Z"},
+        "events": {"kind": "locality", "sequential": False},
+        "legacy": {
+            "kind": "decimal",
+            "epoch": "2024-01-01T00:00:00Z",
+            "fields": {"server": 3},
+            "unsigned": BACKEND == "mysql",
+        },
+        "php": {"kind": "uniqid", "total_shards": 4},
+    },
+    "SHARDS": {"main": {"databases": SHARDS}},
+}

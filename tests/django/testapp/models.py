@@ -1,0 +1,92 @@
+"""Models of the test project, one per way the fields are used."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from uid_fields.django import (
+    LocalityUUIDField,
+    ShardedBigIntField,
+    ShardedManager,
+    SnowflakeField,
+    UniqIdField,
+)
+
+
+class Order(models.Model):
+    id = SnowflakeField(primary_key=True, shards="main")
+    note = models.CharField(max_length=100, blank=True)
+
+    objects = ShardedManager()
+
+    class Meta:
+        ordering = ["id"]
+
+
+class Customer(models.Model):
+    id = SnowflakeField(primary_key=True, shards="main")
+    name = models.CharField(max_length=100)
+
+    objects = ShardedManager()
+
+
+class Purchase(models.Model):
+    """Co-located with its customer: the shard key is a foreign key to a sharded model."""
+
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="customer"
+    )
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="purchases")
+    total = models.IntegerField(default=0)
+
+    objects = ShardedManager()
+
+
+class PurchaseLine(models.Model):
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="purchase"
+    )
+    purchase = models.ForeignKey(Purchase, on_delete=models.CASCADE, related_name="lines")
+    sku = models.CharField(max_length=20)
+
+    objects = ShardedManager()
+
+
+class Photo(models.Model):
+    """Instagram's case: an owner's photos share a logical shard (owner_id % 8192)."""
+
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="owner_id"
+    )
+    owner_id = models.BigIntegerField()
+    caption = models.CharField(max_length=100, blank=True)
+
+    objects = ShardedManager()
+
+
+class PageView(models.Model):
+    id = LocalityUUIDField(primary_key=True, generator="events", shards="main")
+    path = models.CharField(max_length=200)
+
+    objects = ShardedManager()
+
+
+class LegacyRow(models.Model):
+    id = SnowflakeField(primary_key=True, generator="legacy", shards="main")
+    label = models.CharField(max_length=50, blank=True)
+
+    objects = ShardedManager()
+
+
+class PhpRow(models.Model):
+    id = UniqIdField(primary_key=True, generator="php", shards="main")
+    label = models.CharField(max_length=50, blank=True)
+
+    objects = ShardedManager()
+
+
+class Tag(models.Model):
+    """Not sharded: lives on default, with a snowflake in a non-key column."""
+
+    ref = SnowflakeField(unique=True)
+    name = models.CharField(max_length=50)

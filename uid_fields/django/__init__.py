@@ -1,0 +1,20 @@
+"""Django integration: fields, router, sharded manager, time lookups, checks."""
+
+from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
+from .lookups import IdTime
+from .query import ShardedManager, ShardedQuerySet
+from .routing import ShardRouter, UnroutableQueryError
+
+SnowflakeField.register_lookup(IdTime)
+ShardedBigIntField.register_lookup(IdTime)
+
+__all__ = [
+    "LocalityUUIDField",
+    "ShardRouter",
+    "ShardedBigIntField",
+    "ShardedManager",
+    "ShardedQuerySet",
+    "SnowflakeField",
+    "UniqIdField",
+    "UnroutableQueryError",
+]

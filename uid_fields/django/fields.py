@@ -1,0 +1,372 @@
+"""Model fields whose values are plain ints, UUIDs or strings made by a named generator.
+
+The id exists as soon as the object is constructed (or as soon as its shard key is
+known), because Django routes ``save()`` before any field hook runs: an id made in
+``pre_save`` would be too late to pick the database. A ``default`` is set (and left
+out of migrations) so that Django also knows a new object needs an INSERT, not an
+UPDATE first.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django import forms
+from django.core import checks, exceptions
+from django.db import models
+from django.db.models.signals import post_init
+from django.utils.translation import gettext_lazy as _
+
+from ..generators import ShardedIdGenerator
+from ..layouts import IntLayout
+from ..shards import ShardMap
+from . import conf
+
+if TYPE_CHECKING:
+    from django.db.backends.base.base import BaseDatabaseWrapper
+
+__all__ = [
+    "LocalityUUIDField",
+    "ShardedBigIntField",
+    "SnowflakeField",
+    "UidField",
+    "UniqIdField",
+]
+
+
+class _Default:
+    """The field's ``default``: a fresh id, or None until the shard key is known."""
+
+    def __init__(self, field: UidField) -> None:
+        self.field = field
+
+    def __call__(self) -> Any:
+        field = self.field
+        if field.shard_key or field.database_default:
+            return None
+        return field.generate(None)
+
+
+class UidField(models.Field):  # type: ignore[type-arg]
+    """What the id fields share: a named generator, an optional shard map, decoding."""
+
+    kinds: tuple[str, ...] = ()
+    default_generator = "default"
+
+    def __init__(
+        self,
+        *args: Any,
+        generator: str | None = None,
+        shards: str | None = None,
+        shard_key: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.generator_name = generator or self.default_generator
+        self.shards_name = shards
+        self.shard_key = shard_key
+        self.database_default = bool(kwargs.pop("database_default", False))
+        if self.database_default:
+            from .functions import NextId
+
+            kwargs["db_default"] = NextId(kwargs.pop("function", "uid_next_id"))
+        else:
+            kwargs["default"] = _Default(self)
+        if kwargs.get("primary_key"):
+            kwargs.setdefault("editable", False)
+        kwargs.setdefault("blank", True)
+        self._round_robin = itertools.count(random.randrange(1 << 16))
+        super().__init__(*args, **kwargs)
+
+    # -- settings-backed objects ---------------------------------------------------------
+    @property
+    def generator(self) -> conf.Generator:
+        return conf.get_generator(self.generator_name)
+
+    @property
+    def shard_map(self) -> ShardMap | None:
+        if self.shards_name is None:
+            return None
+        return conf.get_shard_map(self.shards_name, self.generator_name)
+
+    @property
+    def layout(self) -> IntLayout | None:
+        layout = getattr(self.generator, "layout", None)
+        return layout if isinstance(layout, IntLayout) else None
+
+    # -- generation ----------------------------------------------------------------------
+    def generate(self, instance: models.Model | None) -> Any:
+        """A new id for ``instance``; None while its shard key is unknown."""
+        generator = self.generator
+        if isinstance(generator, ShardedIdGenerator):
+            if self.shard_key:
+                if instance is None:
+                    return None
+                logical = self.logical_shard_for(instance)
+                if logical is None:
+                    return None
+            else:
+                logical = next(self._round_robin) % generator.logical_shards
+            return generator.next_id(shard=logical)
+        return generator.next_id()
+
+    def generate_many(self, count: int) -> list[Any]:
+        """Ids for a batch of objects without shard keys: the generator's batch path."""
+        generator = self.generator
+        if isinstance(generator, ShardedIdGenerator):
+            return [self.generate(None) for _ in range(count)]
+        return list(generator.next_ids(count))
+
+    def shard_key_field(self) -> models.Field:  # type: ignore[type-arg]
+        assert self.shard_key is not None
+        return self.model._meta.get_field(self.shard_key)  # type: ignore[return-value]
+
+    def logical_shard_for(self, instance: models.Model) -> int | None:
+        """The logical shard an instance's shard key picks, or None if the key is unset."""
+        key_field = self.shard_key_field()
+        key = getattr(instance, key_field.attname)
+        if key is None:
+            return None
+        generator = self.generator
+        assert isinstance(generator, ShardedIdGenerator)
+        parent = _sharded_pk(key_field.related_model) if key_field.is_relation else None
+        shard_map = self.shard_map
+        if parent is not None and parent.shard_map is not None and shard_map is not None:
+            # Co-locate with the parent row: a logical shard on the parent's database.
+            parent_alias = parent.shard_map.database_for(key)
+            return shard_map.logical_shard_in(parent_alias, parent.to_int(key))
+        return generator.shard_for_key(self.to_int(key))
+
+    def to_int(self, value: Any) -> int:
+        if isinstance(value, uuid.UUID):
+            return value.int
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise TypeError(f"{self.shard_key} must be an int to pick a shard, got {value!r}")
+
+    def fill(self, instance: models.Model) -> Any:
+        """Make sure ``instance`` has an id (when it can have one) and return it."""
+        value = getattr(instance, self.attname)
+        if (value is None or _is_db_default(value)) and not self.database_default:
+            value = self.generate(instance)
+            if value is None:
+                raise ValueError(
+                    f"{type(instance).__name__}.{self.shard_key} must be set before the "
+                    f"object is saved: it picks the shard of {self.name}"
+                )
+            setattr(instance, self.attname, value)
+        return value
+
+    # -- Django hooks --------------------------------------------------------------------
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        if add and not self.database_default:
+            return self.fill(model_instance)
+        return super().pre_save(model_instance, add)
+
+    def get_pk_value_on_save(self, instance: models.Model) -> Any:
+        if self.database_default:
+            return super().get_pk_value_on_save(instance)
+        return self.fill(instance)
+
+    def contribute_to_class(self, cls: type[models.Model], name: str, **kwargs: Any) -> None:
+        super().contribute_to_class(cls, name, **kwargs)
+        parts_name = f"{name}_parts"
+        if parts_name not in cls.__dict__:
+            setattr(cls, parts_name, _PartsDescriptor(self))
+        if self.shard_key and not cls._meta.abstract:
+            post_init.connect(
+                _fill_after_init,
+                sender=cls,
+                weak=False,
+                dispatch_uid=f"uid_fields:{cls._meta.label}.{name}",
+            )
+
+    def decode(self, value: Any) -> Any:
+        """The decoded parts of an id of this field (``.datetime`` and the rest)."""
+        return self.generator.decompose(value)
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()
+        path = (
+            f"uid_fields.django.{type(self).__name__}"
+            if path.startswith("uid_fields.django.fields.")
+            else path
+        )
+        kwargs.pop("default", None)
+        kwargs.pop("db_default", None)
+        if kwargs.get("blank") is True:
+            del kwargs["blank"]
+        if self.primary_key and kwargs.get("editable") is False:
+            del kwargs["editable"]
+        if self.generator_name != self.default_generator:
+            kwargs["generator"] = self.generator_name
+        for key in ("shards", "shard_key"):
+            value = getattr(self, "shards_name" if key == "shards" else key)
+            if value is not None:
+                kwargs[key] = value
+        if self.database_default:
+            kwargs["database_default"] = True
+        return name, path, args, kwargs
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        from .checks import check_field
+
+        return [*super().check(**kwargs), *check_field(self)]
+
+
+def _is_db_default(value: Any) -> bool:
+    from django.db.models.expressions import DatabaseDefault
+
+    return isinstance(value, DatabaseDefault)
+
+
+def _sharded_pk(model: Any) -> UidField | None:
+    if model is None:
+        return None
+    pk = model._meta.pk
+    return pk if isinstance(pk, UidField) and pk.shards_name is not None else None
+
+
+def _fill_after_init(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
+    pk = sender._meta.pk
+    if isinstance(pk, UidField) and getattr(instance, pk.attname) is None:
+        value = pk.generate(instance)
+        if value is not None:
+            setattr(instance, pk.attname, value)
+
+
+class _PartsDescriptor:
+    """``obj.<field>_parts``: the decoded value, computed from the plain attribute."""
+
+    def __init__(self, field: UidField) -> None:
+        self.field = field
+
+    def __get__(self, instance: models.Model | None, owner: type) -> Any:
+        if instance is None:
+            return self
+        value = getattr(instance, self.field.attname)
+        if value is None or _is_db_default(value):
+            return None
+        return self.field.decode(value)
+
+
+class IdFormField(forms.CharField):
+    """A text input for 64-bit ids: no number spinner, no thousand separators."""
+
+    default_error_messages = {"invalid": _("Enter a valid id.")}
+
+    def __init__(self, *, coerce: Callable[[Any], int], **kwargs: Any) -> None:
+        self.coerce = coerce
+        kwargs.pop("max_length", None)
+        super().__init__(**kwargs)
+
+    def to_python(self, value: Any) -> int | None:  # type: ignore[override]
+        value = super().to_python(value)
+        if value in self.empty_values:
+            return None
+        try:
+            return self.coerce(value)
+        except (TypeError, ValueError):
+            raise exceptions.ValidationError(
+                self.error_messages["invalid"], code="invalid"
+            ) from None
+
+    def prepare_value(self, value: Any) -> Any:
+        return "" if value is None else str(value)
+
+
+class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[misc]
+    description = _("64-bit id")
+
+    def get_internal_type(self) -> str:
+        config = conf.conf.GENERATORS.get(self.generator_name, {})
+        if config.get("kind") == "decimal":
+            return "PositiveBigIntegerField"  # 20 digits need unsigned on MySQL/MariaDB
+        return "BigIntegerField"
+
+    def rel_db_type(self, connection: BaseDatabaseWrapper) -> Any:
+        return (
+            models.PositiveBigIntegerField().db_type(connection)
+            if (self.get_internal_type() == "PositiveBigIntegerField")
+            else models.BigIntegerField().db_type(connection)
+        )
+
+    def _coerce(self, value: Any) -> int:
+        layout = self.layout
+        if layout is not None:
+            return layout.coerce(value)
+        number = int(str(value).strip())
+        if number < 0:
+            raise ValueError(f"id {number} is negative")
+        return number
+
+    def to_python(self, value: Any) -> int | None:
+        if value is None or isinstance(value, int) and not isinstance(value, bool):
+            return value
+        try:
+            return self._coerce(value)
+        except (TypeError, ValueError):
+            raise exceptions.ValidationError(
+                self.error_messages["invalid"], code="invalid", params={"value": value}
+            ) from None
+
+    def formfield(self, **kwargs: Any) -> Any:
+        return super(models.BigIntegerField, self).formfield(
+            **{"form_class": IdFormField, "coerce": self._coerce, **kwargs}
+        )
+
+
+class SnowflakeField(_IntIdField):
+    """A snowflake (or decimal) id; routes by the mixed modulo or a named node field."""
+
+    kinds = ("snowflake", "decimal")
+
+
+class ShardedBigIntField(_IntIdField):
+    """An Instagram-style id that carries its logical shard."""
+
+    kinds = ("sharded",)
+
+
+class LocalityUUIDField(UidField, models.UUIDField):  # type: ignore[misc]
+    """A Groupon locality UUID, stored as a plain ``uuid.UUID``."""
+
+    kinds = ("locality",)
+
+    def to_python(self, value: Any) -> uuid.UUID | None:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < 1 << 128:
+                raise exceptions.ValidationError(
+                    self.error_messages["invalid"], code="invalid", params={"value": value}
+                )
+            return uuid.UUID(int=value)
+        return super().to_python(value)  # type: ignore[no-any-return]
+
+
+class UniqIdField(UidField, models.CharField):  # type: ignore[misc]
+    """A shard-prefixed PHP uniqid (18 characters) that routes by its shard digit."""
+
+    kinds = ("uniqid",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("max_length", 18)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()
+        if kwargs.get("max_length") == 18:
+            del kwargs["max_length"]
+        return name, path, args, kwargs
+
+    def validate(self, value: Any, model_instance: models.Model | None) -> None:
+        # Checked here, not in to_python: lookups such as __startswith take fragments.
+        super().validate(value, model_instance)
+        if value in self.empty_values:
+            return
+        try:
+            self.generator.decompose(value)
+        except (TypeError, ValueError, LookupError) as exc:
+            raise exceptions.ValidationError(str(exc), code="invalid") from None

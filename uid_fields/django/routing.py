@@ -1,0 +1,109 @@
+"""Which database a row of a sharded model lives on, from its id or its shard key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from ..errors import UidFieldsError
+from .fields import UidField, _is_db_default
+
+__all__ = ["ShardRouter", "UnroutableQueryError", "database_for_instance", "sharded_pk"]
+
+
+class UnroutableQueryError(UidFieldsError, LookupError):
+    """A query on a sharded model names no shard; it would silently read ``default``."""
+
+
+def sharded_pk(model: Any) -> UidField | None:
+    """The pk field that shards ``model`` (historical models too: only ``_meta`` is used)."""
+    meta = getattr(model, "_meta", None)
+    pk = getattr(meta, "pk", None)
+    return pk if isinstance(pk, UidField) and pk.shards_name is not None else None
+
+
+def database_for_instance(instance: models.Model) -> str:
+    """The alias of a row of a sharded model; gives it its id first if it has none."""
+    field = sharded_pk(type(instance))
+    assert field is not None and field.shard_map is not None
+    value = getattr(instance, field.attname)
+    if value is None or _is_db_default(value):
+        if field.database_default:
+            logical = field.logical_shard_for(instance) if field.shard_key else None
+            if logical is None:
+                raise UnroutableQueryError(
+                    f"a new {type(instance).__name__} gets its id from the database, so "
+                    "its shard must come from its shard key or from .using(alias)"
+                )
+            return field.shard_map.database(logical)
+        value = field.fill(instance)
+    return field.shard_map.database_for(value)
+
+
+def unroutable(model: type[models.Model]) -> UnroutableQueryError:
+    name = model.__name__
+    return UnroutableQueryError(
+        f"this {name} query names no shard: filter by its id (pk=, pk__in=) or its shard "
+        f"key, pick one with .using(alias), or fan out with {name}.objects.on_all_shards()"
+    )
+
+
+class ShardRouter:
+    """Routes sharded models by id; every other model is left to other routers."""
+
+    def _route(self, model: type[models.Model], hints: dict[str, Any]) -> str | None:
+        instance = hints.get("instance")
+        field = sharded_pk(model)
+        if instance is not None:
+            if field is not None and isinstance(instance, model):
+                if not instance._state.adding and instance._state.db is not None:
+                    return instance._state.db  # a loaded row goes back where it came from
+                return database_for_instance(instance)
+            # A related manager's parent, or an FK value: stay on its database.
+            return instance._state.db  # type: ignore[no-any-return]
+        if field is not None:
+            from .conf import conf
+
+            if conf.STRICT_ROUTING:
+                raise unroutable(model)
+        return None
+
+    def db_for_read(self, model: type[models.Model], **hints: Any) -> str | None:
+        return self._route(model, hints)
+
+    def db_for_write(self, model: type[models.Model], **hints: Any) -> str | None:
+        return self._route(model, hints)
+
+    def allow_relation(self, obj1: models.Model, obj2: models.Model, **hints: Any) -> bool | None:
+        if sharded_pk(type(obj1)) is None and sharded_pk(type(obj2)) is None:
+            return None
+        db1, db2 = obj1._state.db, obj2._state.db
+        if db1 is None or db2 is None:
+            return None
+        return bool(db1 == db2)
+
+    def allow_migrate(
+        self, db: str, app_label: str, model_name: str | None = None, **hints: Any
+    ) -> bool | None:
+        from .conf import conf, shard_databases
+
+        model = hints.get("model")
+        if model is None and model_name is not None:
+            from django.apps import apps
+
+            try:
+                model = apps.get_model(app_label, model_name)
+            except LookupError:
+                return None
+        if model is None:
+            return None
+        field = sharded_pk(model)
+        if field is not None:
+            assert field.shard_map is not None
+            if db in field.shard_map.databases:
+                return True
+            return db == "default" and conf.MIGRATE_SHARDED_ON_DEFAULT
+        if db in shard_databases() and db != "default":
+            return bool(conf.raw.get("UNSHARDED_ON_SHARDS", False))
+        return None
