@@ -69,10 +69,11 @@ class UidField(models.Field):  # type: ignore[type-arg]
         self.shards_name = shards
         self.shard_key = shard_key
         self.database_default = bool(kwargs.pop("database_default", False))
+        self.db_function = kwargs.pop("function", "uid_next_id")
         if self.database_default:
             from .functions import NextId
 
-            kwargs["db_default"] = NextId(kwargs.pop("function", "uid_next_id"))
+            kwargs["db_default"] = NextId(self.db_function)
         else:
             kwargs["default"] = _Default(self)
         if kwargs.get("primary_key"):
@@ -209,6 +210,8 @@ class UidField(models.Field):  # type: ignore[type-arg]
                 kwargs[key] = value
         if self.database_default:
             kwargs["database_default"] = True
+        if self.db_function != "uid_next_id":
+            kwargs["function"] = self.db_function
         return name, path, args, kwargs
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:

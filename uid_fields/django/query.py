@@ -328,6 +328,8 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         for obj in objs:
             groups.setdefault(database_for_instance(obj), []).append(obj)
         for alias, group in groups.items():
+            if field.database_default:
+                _fetch_database_ids(field, alias, group)
             models.QuerySet.bulk_create(self._for_alias(alias), group, *args, **kwargs)
         return objs
 
@@ -345,6 +347,24 @@ def _fill_ids(objs: Sequence[models.Model]) -> None:
             field.fill(obj)
         return
     for obj, value in zip(missing, field.generate_many(len(missing)), strict=True):
+        setattr(obj, field.attname, value)
+
+
+def _fetch_database_ids(field: UidField, alias: str, objs: list[models.Model]) -> None:
+    """Ids for database-made keys in one round trip, so bulk inserts can return them."""
+    from django.db import connections
+
+    from .fields import _is_db_default
+
+    missing = [o for o in objs if _is_db_default(getattr(o, field.attname))]
+    if not missing:
+        return
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            f"SELECT {field.db_function}() FROM generate_series(1, %s)", [len(missing)]
+        )
+        ids = sorted(row[0] for row in cursor.fetchall())
+    for obj, value in zip(missing, ids, strict=True):
         setattr(obj, field.attname, value)
 
 

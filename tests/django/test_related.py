@@ -1,0 +1,70 @@
+"""Co-located models: foreign keys, related managers and lazy loads stay on one shard."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+from .helpers import capture_all
+from .testapp.models import Customer, Order, Purchase, PurchaseLine
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+def test_children_follow_the_parent_shard() -> None:
+    for _ in range(20):
+        customer = Customer.objects.create(name="c")
+        purchase = Purchase.objects.create(customer=customer)
+        line = PurchaseLine.objects.create(purchase=purchase, sku="s")
+        assert customer._state.db == purchase._state.db == line._state.db
+
+
+def test_customers_spread_and_purchases_follow() -> None:
+    customers = [Customer.objects.create(name=str(i)) for i in range(40)]
+    purchases = [Purchase.objects.create(customer=c) for c in customers]
+    assert {p._state.db for p in purchases} == set(settings.SHARDS)
+
+
+def test_related_manager_and_lazy_loads_use_the_parent_shard() -> None:
+    customer = Customer.objects.create(name="c")
+    for total in (1, 2, 3):
+        Purchase.objects.create(customer=customer, total=total)
+    alias = customer._state.db
+    with capture_all() as log:
+        totals = sorted(p.total for p in customer.purchases.all())
+    assert totals == [1, 2, 3] and log.aliases() == {alias}
+    purchase = Purchase.objects.get(pk=customer.purchases.all()[0].pk)
+    with capture_all() as log:
+        assert purchase.customer.name == "c"
+    assert log.aliases() == {alias}
+    with capture_all() as log:
+        created = customer.purchases.create(total=9)
+    assert created._state.db == alias and log.aliases() == {alias}
+
+
+def test_deleting_a_parent_cascades_on_its_shard() -> None:
+    customer = Customer.objects.create(name="c")
+    purchase = Purchase.objects.create(customer=customer)
+    PurchaseLine.objects.create(purchase=purchase, sku="a")
+    customer.delete()
+    alias = purchase._state.db
+    assert not Purchase.objects.using(alias).exists()
+    assert not PurchaseLine.objects.using(alias).exists()
+
+
+def test_relation_across_shards_is_refused() -> None:
+    customers = [Customer.objects.create(name=str(i)) for i in range(12)]
+    first = customers[0]
+    other = next(c for c in customers if c._state.db != first._state.db)
+    purchase = Purchase.objects.create(customer=first)
+    with pytest.raises(ValueError, match="router prevents this relation"):
+        purchase.customer = other
+
+
+def test_order_filter_by_related_shard_key_routes() -> None:
+    customer = Customer.objects.create(name="c")
+    Purchase.objects.create(customer=customer)
+    with capture_all() as log:
+        assert Purchase.objects.filter(customer=customer).count() == 1
+    assert log.aliases() == {customer._state.db}
+    assert Order.objects.on_all_shards().count() == 0
