@@ -1,0 +1,99 @@
+"""Database-side ids on PostgreSQL: Instagram's way, with the shared ``next_id`` DDL.
+
+Each shard database gets its own ``uid_next_id()`` function that stamps that
+database's logical shard into every id; the column's ``server_default`` calls it and
+the ORM reads the id back with RETURNING. The same layout object decodes the ids, and
+since a database stamps a logical shard it owns in the shard map, ``get()`` by id is
+routed back to it. The DDL is ``uid_fields.sql.postgres.NextIdFunction``, the one the
+Django migration operation installs, so both sides make identical ids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqlalchemy import MetaData, Table, event, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.elements import TextClause
+
+from ..layouts import SnowflakeLayout
+from ..shards import ShardMap
+from ..sql.postgres import NextIdFunction
+
+__all__ = ["DatabaseIds"]
+
+ShardOf = Mapping[Engine, int] | Callable[[Connection], int]
+
+
+class DatabaseIds:
+    """The ``next_id`` function of one layout, installed per database with its shard."""
+
+    def __init__(
+        self, layout: SnowflakeLayout, *, name: str = "uid_next_id", shard_field: str = "shard"
+    ) -> None:
+        self.layout = layout
+        self.name = name
+        self.shard_field = shard_field
+        self.function(0)  # validate the layout, name and field now
+
+    def function(self, shard: int) -> NextIdFunction:
+        return NextIdFunction(
+            self.layout, shard=shard, name=self.name, shard_field=self.shard_field
+        )
+
+    def server_default(self) -> TextClause:
+        return text(self.function(0).call)
+
+    def install(self, connection: Connection, shard: int) -> None:
+        """Create (or replace) the function in this database; its state survives re-runs."""
+        _require_postgres(connection)
+        for statement in self.function(shard).create_statements():
+            connection.exec_driver_sql(statement)
+
+    def uninstall(self, connection: Connection) -> None:
+        _require_postgres(connection)
+        for statement in self.function(0).drop_statements():
+            connection.exec_driver_sql(statement)
+
+    @staticmethod
+    def shards_of(shard_map: ShardMap, engines: Mapping[str, Engine]) -> dict[Engine, int]:
+        """Each engine's logical shard: the first of the range its database owns."""
+        return {engines[name]: shard_map.ranges[name][0] for name in shard_map.databases}
+
+    def attach(self, target: Table | MetaData, shard_of: ShardOf) -> None:
+        """Install the function before ``target`` is created, drop it after it is dropped.
+
+        ``shard_of`` gives the logical shard of the database a connection is on: a
+        mapping by engine (see ``shards_of``) or a function of the connection.
+        """
+
+        def shard(connection: Connection) -> int:
+            if callable(shard_of):
+                return shard_of(connection)
+            try:
+                return shard_of[connection.engine]
+            except KeyError:
+                raise LookupError(
+                    f"no logical shard is configured for {connection.engine.url!r}"
+                ) from None
+
+        def before_create(target: Any, connection: Connection, **kw: Any) -> None:
+            self.install(connection, shard(connection))
+
+        def after_drop(target: Any, connection: Connection, **kw: Any) -> None:
+            self.uninstall(connection)
+
+        event.listen(target, "before_create", before_create)
+        event.listen(target, "after_drop", after_drop)
+
+    def __repr__(self) -> str:
+        return f"<DatabaseIds {self.name}() {self.layout!r}>"
+
+
+def _require_postgres(connection: Connection) -> None:
+    if connection.dialect.name != "postgresql":
+        raise NotImplementedError(
+            f"database-side ids need PostgreSQL, not {connection.dialect.name}; "
+            "generate ids in Python there (the field's generator=)"
+        )

@@ -1,0 +1,120 @@
+"""Mapper hooks: ids at construction, re-made when the shard key is set, ``*_parts``.
+
+One listener on every mapper's construction looks for uid columns and installs, for
+that class only: an ``init`` hook that assigns ids before ``__init__`` runs, a ``set``
+hook on the shard key (the id carries the key's shard, so it is made when the key is
+known), and a ``<attribute>_parts`` descriptor that decodes the id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import event, inspect
+from sqlalchemy.orm import Mapper
+from sqlalchemy.sql.schema import Column
+
+from ..generators import ShardedIdGenerator
+from .fields import INFO_KEY, FieldConfig
+from .types import LocalityUUIDType, SnowflakeType
+
+__all__ = ["PartsAttribute", "uid_columns"]
+
+
+class PartsAttribute:
+    """``obj.id_parts``: the decoded parts of ``obj.id`` (None while the id is None)."""
+
+    def __init__(self, key: str, decompose: Callable[[Any], Any]) -> None:
+        self.key = key
+        self.decompose = decompose
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = getattr(obj, self.key)
+        return None if value is None else self.decompose(value)
+
+    def __repr__(self) -> str:
+        return f"<PartsAttribute of {self.key!r}>"
+
+
+def uid_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any], FieldConfig]]:
+    """(attribute key, column, config) of every uid field a mapper maps."""
+    # mapper.columns, not column_attrs: this runs before the mappers are configured.
+    found = []
+    for key, column in mapper.columns.items():
+        if isinstance(column, Column) and isinstance(column.info.get(INFO_KEY), FieldConfig):
+            found.append((key, column, column.info[INFO_KEY]))
+    return found
+
+
+def _install_parts(mapper: Mapper[Any], cls: type) -> None:
+    for key, column in mapper.columns.items():
+        id_type = column.type
+        if isinstance(id_type, SnowflakeType) and id_type.layout is not None:
+            decompose: Callable[[Any], Any] = id_type.decompose
+        elif isinstance(id_type, LocalityUUIDType):
+            decompose = id_type.decompose
+        else:
+            continue
+        name = f"{key}_parts"
+        existing = getattr(cls, name, None)
+        if existing is None or isinstance(existing, PartsAttribute):
+            type.__setattr__(cls, name, PartsAttribute(key, decompose))
+
+
+def _install_assignment(mapper: Mapper[Any], cls: type) -> None:
+    fields = [(key, config) for key, _column, config in uid_columns(mapper) if config.client_side]
+    if not fields:
+        return
+    plain = [(key, config) for key, config in fields if config.shard_key is None]
+
+    def assign_ids(target: Any, args: Any, kwargs: dict[str, Any]) -> None:
+        for key, config in plain:
+            if key not in kwargs:
+                setattr(target, key, config.new_id())
+
+    event.listen(mapper, "init", assign_ids)
+
+    for key, config in fields:
+        if config.shard_key is None:
+            continue
+        shard_key = config.shard_key
+        shard_column = mapper.columns.get(shard_key)
+        if shard_column is None:
+            raise ValueError(
+                f"{cls.__name__}.{key}: shard_key={shard_key!r} is not a mapped column"
+            )
+        config.shard_key_column = shard_column.key
+        event.listen(getattr(cls, shard_key), "set", _on_shard_key_set(key, config))
+
+
+def _on_shard_key_set(id_key: str, config: FieldConfig) -> Callable[..., None]:
+    generator = config.generator
+    assert isinstance(generator, ShardedIdGenerator)
+
+    def shard_key_set(target: Any, value: Any, oldvalue: Any, initiator: Any) -> None:
+        if value is None:
+            return
+        logical = config.logical_shard_of_key(value)  # ShardKeyError before any SQL
+        state = inspect(target)
+        current = state.dict.get(id_key)
+        same_shard = current is not None and generator.shard_of(current) == logical
+        if state.key is not None:
+            if current is not None and not same_shard:
+                raise ValueError(
+                    f"{config.shard_key}={value!r} would move this row to logical shard "
+                    f"{logical}; rows cannot change shards (create a new row instead)"
+                )
+            return
+        if not same_shard:
+            setattr(target, id_key, generator.next_id(shard=logical))
+
+    return shard_key_set
+
+
+@event.listens_for(Mapper, "after_mapper_constructed")
+def _configure_uid_columns(mapper: Mapper[Any], cls: type) -> None:
+    _install_parts(mapper, cls)
+    _install_assignment(mapper, cls)

@@ -1,0 +1,225 @@
+"""Which shard a row, an object or a WHERE clause belongs to.
+
+A table is routed by, in order: its uid column (a ``SnowflakeField``,
+``ShardedBigIntField`` or ``LocalityUUIDField``, preferring the primary key), else a
+foreign key to a table routed that way (children live with their parent). Criteria
+route a statement when every row it can match lives on known shards: ``id == x``,
+``id IN (...)``, a sharded table's ``shard_key == k``, or a routed foreign key, combined
+with AND (intersection) and OR (union). Anything else is unconstrained: a fan-out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import (
+    BinaryExpression,
+    BindParameter,
+    ClauseList,
+    ExpressionClauseList,
+    Grouping,
+)
+from sqlalchemy.sql.schema import Column, Table
+
+from ..shards import ByField, ShardMap
+from .fields import FieldConfig, field_config
+
+__all__ = ["Router", "TableRoute"]
+
+
+class TableRoute:
+    """How the rows of one table are placed."""
+
+    def __init__(
+        self,
+        table: Table,
+        *,
+        column: Column[Any],
+        config: FieldConfig,
+        shard_map: ShardMap,
+        by_parent: bool,
+        key_column: Column[Any] | None = None,
+    ) -> None:
+        self.table = table
+        self.column = column  # the id column, or the foreign key to the parent's id
+        self.config = config  # the uid field the values of ``column`` belong to
+        self.shard_map = shard_map
+        self.by_parent = by_parent
+        self.key_column = key_column  # the shard key column, when it alone routes
+
+    def shard_of(self, value: Any) -> str:
+        """The shard of a value of ``column`` (an id, or a parent id)."""
+        return self.shard_map.database_for(value)
+
+    def shard_of_key(self, value: Any) -> str:
+        return self.shard_map.database(self.config.logical_shard_of_key(value))
+
+    def shard_for(self, column: Column[Any], value: Any) -> str | None:
+        """The shard ``column == value`` confines a statement to, or None."""
+        if column is self.column:
+            return self.shard_of(value)
+        if column is self.key_column:
+            return self.shard_of_key(value)
+        return None
+
+    def __repr__(self) -> str:
+        how = "parent" if self.by_parent else "id"
+        return f"<TableRoute {self.table.name} by {how} {self.column.key}>"
+
+
+class Router:
+    """Routing decisions for one set of shards (one per sharded session)."""
+
+    def __init__(
+        self,
+        shard_names: Sequence[str],
+        shard_map: ShardMap | None = None,
+        default_shard: str | None = None,
+    ) -> None:
+        self.shard_names = list(shard_names)
+        if not self.shard_names:
+            raise ValueError("a sharded session needs at least one shard")
+        if shard_map is not None and set(shard_map.databases) != set(self.shard_names):
+            raise ValueError(
+                f"the shard map places rows on {sorted(shard_map.databases)}, but the "
+                f"shards are {sorted(self.shard_names)}"
+            )
+        if default_shard is not None and default_shard not in self.shard_names:
+            raise ValueError(f"default_shard={default_shard!r} is not one of the shards")
+        self.shard_map = shard_map
+        self.default_shard = default_shard
+        self._order = {name: i for i, name in enumerate(self.shard_names)}
+        self._maps: dict[int, ShardMap] = {}
+        self._routes: dict[Table, TableRoute | None] = {}
+
+    def order(self, shard: str) -> int:
+        return self._order[shard]
+
+    def shard_map_for(self, config: FieldConfig) -> ShardMap:
+        """The session-wide map, or the field's own route over the session's shards."""
+        if self.shard_map is not None:
+            return self.shard_map
+        found = self._maps.get(id(config))
+        if found is None:
+            found = self._maps[id(config)] = ShardMap(self.shard_names, route=config.route)
+        return found
+
+    def table_route(self, table: Table) -> TableRoute | None:
+        if table not in self._routes:
+            self._routes[table] = self._resolve(table)
+        return self._routes[table]
+
+    def _resolve(self, table: Table) -> TableRoute | None:
+        own = [c for c in table.columns if field_config(c) is not None]
+        own.sort(key=lambda c: not c.primary_key)
+        if own:
+            column = own[0]
+            config = field_config(column)
+            assert config is not None
+            shard_map = self.shard_map_for(config)
+            key_column = None
+            if config.shard_key_column is not None and _key_routes(config, shard_map):
+                key_column = table.columns.get(config.shard_key_column)
+            return TableRoute(
+                table,
+                column=column,
+                config=config,
+                shard_map=shard_map,
+                by_parent=False,
+                key_column=key_column,
+            )
+        for column in table.columns:
+            for foreign_key in column.foreign_keys:
+                try:
+                    target = foreign_key.column
+                except Exception:  # the referenced table is not in this metadata
+                    continue
+                config = field_config(target)
+                if config is not None:
+                    return TableRoute(
+                        table,
+                        column=column,
+                        config=config,
+                        shard_map=self.shard_map_for(config),
+                        by_parent=True,
+                    )
+        return None
+
+    # -- criteria --------------------------------------------------------------------
+    def column_shard(self, column: Any, value: Any) -> str | None:
+        """The shard ``column == value`` confines rows to, or None if it does not."""
+        for base in getattr(column, "proxy_set", ()):
+            if isinstance(base, Column) and isinstance(base.table, Table):
+                route = self.table_route(base.table)
+                if route is not None:
+                    shard = route.shard_for(base, value)
+                    if shard is not None:
+                        return shard
+        return None
+
+    def criteria_shards(self, clause: Any, params: Mapping[str, Any]) -> set[str] | None:
+        """The shards holding every row ``clause`` can match; None when unconstrained."""
+        while isinstance(clause, Grouping):
+            clause = clause.element
+        if clause is None:
+            return None
+        if isinstance(clause, (ClauseList, ExpressionClauseList)) and clause.operator in (
+            operators.and_,
+            operators.or_,
+        ):
+            parts = [self.criteria_shards(c, params) for c in clause.clauses]
+            if clause.operator is operators.and_:
+                known = [p for p in parts if p is not None]
+                return set.intersection(*known) if known else None
+            if any(p is None for p in parts):
+                return None
+            return set().union(*parts)  # type: ignore[arg-type]
+        if isinstance(clause, BinaryExpression):
+            if clause.operator is operators.eq:
+                for column, other in ((clause.left, clause.right), (clause.right, clause.left)):
+                    if isinstance(other, BindParameter):
+                        shard = self.column_shard(column, _bound_value(other, params))
+                        if shard is not None:
+                            return {shard}
+            elif clause.operator is operators.in_op:
+                values = _bound_values(clause.right, params)
+                if values is not None:
+                    shards = [self.column_shard(clause.left, v) for v in values]
+                    if all(s is not None for s in shards):
+                        return set(shards)  # type: ignore[arg-type]
+        return None
+
+
+def _key_routes(config: FieldConfig, shard_map: ShardMap) -> bool:
+    """A shard key names a logical shard of this map only if the map reads shard bits."""
+    route, own = shard_map.route, config.route
+    return (
+        isinstance(route, ByField)
+        and isinstance(own, ByField)
+        and route.field == own.field
+        and route.layout == own.layout
+    )
+
+
+def _bound_value(bind: BindParameter[Any], params: Mapping[str, Any]) -> Any:
+    # Session.get() passes the primary key in the parameters, not in the statement.
+    if bind.key in params:
+        return params[bind.key]
+    return bind.effective_value
+
+
+def _bound_values(element: Any, params: Mapping[str, Any]) -> Iterable[Any] | None:
+    while isinstance(element, Grouping):
+        element = element.element
+    if isinstance(element, BindParameter):
+        value = _bound_value(element, params)
+        if element.expanding and isinstance(value, (list, tuple, set, frozenset)):
+            return list(value)
+        return None
+    if isinstance(element, ClauseList) and all(
+        isinstance(c, BindParameter) for c in element.clauses
+    ):
+        return [_bound_value(c, params) for c in element.clauses if isinstance(c, BindParameter)]
+    return None

@@ -1,0 +1,275 @@
+"""``sharded_session()``: a ShardedSession whose choosers read the shard from the id.
+
+SQLAlchemy's horizontal sharding asks three questions; the answers here come from the
+ids themselves, so no lookup table and no fan-out where the id is known:
+
+- where does this object go? Its id's shard (the id exists from construction on);
+- where can this primary key be? Exactly one shard, so ``get()`` probes one identity
+  key and runs one SELECT on one engine;
+- where does this statement go? The shards its id criteria name, the parent's shard
+  for a lazy load, and every shard otherwise.
+
+A flush sends only consecutive same-shard INSERTs as one batch, so pending objects are
+put in shard order first: a flush of N objects over S shards runs S batched INSERTs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Table, event, inspect
+from sqlalchemy.engine import Engine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.horizontal_shard import ShardedSession
+from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
+from sqlalchemy.orm.interfaces import MANYTOONE
+from sqlalchemy.orm.state import InstanceState
+from sqlalchemy.sql.elements import ClauseElement
+
+from ..shards import ShardMap
+from .errors import ShardRoutingError
+from .routing import Router, TableRoute
+
+__all__ = [
+    "ShardedIdSession",
+    "async_sharded_session",
+    "async_sharded_sessionmaker",
+    "place_on_shard",
+    "sharded_session",
+    "sharded_sessionmaker",
+]
+
+
+class ShardedIdSession(ShardedSession):
+    """A ``ShardedSession`` routed by uid fields; build it with ``sharded_session()``."""
+
+    def __init__(
+        self,
+        shards: Mapping[str, Engine] | None = None,
+        *,
+        shard_map: ShardMap | None = None,
+        default_shard: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        shards = dict(shards or {})
+        self.router = Router(list(shards), shard_map, default_shard)
+        super().__init__(
+            shard_chooser=self._choose_shard,
+            identity_chooser=self._choose_identity_shards,
+            execute_chooser=self._choose_execute_shards,
+            shards=shards,
+            **kwargs,
+        )
+        self._flush_shards: set[str] = set()
+        event.listen(self, "before_flush", self._before_flush)
+
+    @property
+    def shard_names(self) -> list[str]:
+        return list(self.router.shard_names)
+
+    # -- objects -------------------------------------------------------------------------
+    def shard_of(self, instance: Any) -> str:
+        """The shard an object lives on (or will be inserted into); assigns a missing id."""
+        state = inspect(instance)
+        if state.key is not None:
+            return str(state.key[2])
+        if state.identity_token is not None:
+            return str(state.identity_token)
+        return self._place(state.mapper, instance)
+
+    def _route_of(self, mapper: Mapper[Any]) -> TableRoute | None:
+        for table in mapper.tables:
+            if not isinstance(table, Table):
+                continue
+            route = self.router.table_route(table)
+            if route is not None:
+                return route
+        return None
+
+    def _place(self, mapper: Mapper[Any], instance: Any) -> str:
+        route = self._route_of(mapper)
+        if route is None:
+            if self.router.default_shard is not None:
+                return self.router.default_shard
+            raise ShardRoutingError(
+                f"{mapper.class_.__name__} has no uid field and no foreign key to one, so "
+                "its rows cannot be routed: give it one, or a default_shard"
+            )
+        key = mapper.get_property_by_column(route.column).key
+        value = getattr(instance, key)
+        if route.by_parent:
+            if value is not None:
+                return route.shard_of(value)
+            parent = self._parent_object(mapper, instance, route)
+            if parent is not None:
+                return self.shard_of(parent)
+            raise ShardRoutingError(
+                f"{mapper.class_.__name__} is routed by its parent ({key}) and has none yet"
+            )
+        config = route.config
+        shard_key = getattr(instance, config.shard_key) if config.shard_key else None
+        if value is None and config.client_side:
+            value = config.new_id(shard_key)  # ShardKeyError without a shard key
+            setattr(instance, key, value)
+        if value is not None:
+            return route.shard_of(value)
+        if shard_key is not None:
+            return route.shard_of_key(shard_key)
+        raise ShardRoutingError(
+            f"{mapper.class_.__name__}.{key} is made by the database and the object has "
+            f"no shard key to place it by: set {config.shard_key or 'a shard_key'} or "
+            "call place_on_shard(obj, shard) before adding it"
+        )
+
+    @staticmethod
+    def _parent_object(mapper: Mapper[Any], instance: Any, route: TableRoute) -> Any:
+        # ``Item(order=order)`` has no order_id until the flush syncs it: ask the parent.
+        state = inspect(instance)
+        for relationship in mapper.relationships:
+            if relationship.direction is MANYTOONE and route.column in relationship.local_columns:
+                parent = state.dict.get(relationship.key)
+                if parent is not None:
+                    return parent
+        return None
+
+    # -- the three choosers ------------------------------------------------------------
+    def _choose_shard(
+        self, mapper: Mapper[Any] | None, instance: Any, clause: ClauseElement | None = None
+    ) -> str:
+        if instance is not None:
+            assert mapper is not None
+            return self._place(mapper, instance)
+        shards = self.router.criteria_shards(_where(clause), {})
+        if shards is not None and len(shards) == 1:
+            return next(iter(shards))
+        if getattr(self, "_flushing", False) and len(self._flush_shards) == 1:
+            # many-to-many rows: SQLAlchemy names no object, but the flush has one shard
+            return next(iter(self._flush_shards))
+        if self.router.default_shard is not None:
+            return self.router.default_shard
+        name = mapper.class_.__name__ if isinstance(mapper, Mapper) else "a statement"
+        if getattr(self, "_flushing", False):
+            raise ShardRoutingError(
+                f"cannot route rows of {name} without an object (many-to-many association "
+                f"rows): this flush spans shards {sorted(self._flush_shards)}; flush the "
+                "changes of one shard at a time, or map the association table as a class"
+            )
+        raise ShardRoutingError(
+            f"cannot route {name}: no object and no id criteria; pass "
+            "bind_arguments={'shard_id': ...} or use set_shard_id()"
+        )
+
+    def _choose_identity_shards(
+        self,
+        mapper: Mapper[Any],
+        primary_key: Any,
+        *,
+        lazy_loaded_from: InstanceState[Any] | None,
+        **kw: Any,
+    ) -> list[str]:
+        route = self._route_of(mapper)
+        if route is not None:
+            identity = primary_key if isinstance(primary_key, (tuple, list)) else (primary_key,)
+            for position, column in enumerate(mapper.primary_key):
+                if column is route.column and identity[position] is not None:
+                    return [route.shard_of(identity[position])]
+        if lazy_loaded_from is not None and lazy_loaded_from.key is not None:
+            return [str(lazy_loaded_from.key[2])]
+        return self.shard_names
+
+    def _choose_execute_shards(self, context: ORMExecuteState) -> list[str]:
+        if context.is_select:
+            parent = context.lazy_loaded_from
+            if parent is not None and parent.key is not None:
+                return [str(parent.key[2])]
+        if context.is_insert:
+            raise ShardRoutingError(
+                "ORM INSERT statements cannot be routed by a ShardedSession; use "
+                "uid_fields.sqlalchemy.bulk_insert(session, Model, rows), which groups "
+                "the rows by shard"
+            )
+        params = context.parameters if isinstance(context.parameters, Mapping) else {}
+        shards = self.router.criteria_shards(_where(context.statement), params)
+        if shards is None:
+            if self.router.default_shard is not None and not any(
+                self._route_of(m) for m in context.all_mappers
+            ):
+                return [self.router.default_shard]
+            return self.shard_names
+        if not shards:  # contradictory criteria match nothing: any one shard says so
+            return self.shard_names[:1]
+        return sorted(shards, key=self.router.order)
+
+    # -- flush ---------------------------------------------------------------------------
+    def _before_flush(self, session: Session, flush_context: Any, instances: Any) -> None:
+        """Put pending objects in shard order, so each shard's INSERTs form one batch."""
+        pending = [inspect(obj) for obj in self.new]
+        placed = {state: self.shard_of(state.obj()) for state in pending}
+        for state, shard in placed.items():
+            if state.identity_token is None:
+                state.identity_token = shard
+        slots = sorted(state.insert_order for state in pending)
+        order = sorted(pending, key=lambda s: (self.router.order(placed[s]), s.insert_order))
+        for slot, state in zip(slots, order, strict=True):
+            state.insert_order = slot
+        touched = set(placed.values())
+        for obj in _chain(self.dirty, self.deleted):
+            touched.add(self.shard_of(obj))
+        self._flush_shards = touched
+
+
+def _chain(*groups: Iterable[Any]) -> Iterable[Any]:
+    for group in groups:
+        yield from group
+
+
+def _where(statement: Any) -> ClauseElement | None:
+    return getattr(statement, "whereclause", None)
+
+
+def place_on_shard(instance: Any, shard: str) -> None:
+    """Pin a new object to a shard (for database-side ids with no shard key)."""
+    state = inspect(instance)
+    if state.key is not None:
+        raise ValueError("the object is already stored; rows cannot change shards")
+    state.identity_token = shard
+
+
+def sharded_session(
+    shards: Mapping[str, Engine],
+    *,
+    shard_map: ShardMap | None = None,
+    default_shard: str | None = None,
+    **kwargs: Any,
+) -> ShardedIdSession:
+    """A session over ``shards`` (name -> engine) that routes every row by its id.
+
+    ``shard_map`` places logical shards on the named databases for every table; without
+    it each uid field's natural route is spread evenly over ``shards`` in their order.
+    ``default_shard`` holds tables without a uid field. Other arguments go to Session.
+    """
+    return ShardedIdSession(shards, shard_map=shard_map, default_shard=default_shard, **kwargs)
+
+
+def sharded_sessionmaker(
+    shards: Mapping[str, Engine], **kwargs: Any
+) -> sessionmaker[ShardedIdSession]:
+    return sessionmaker(class_=ShardedIdSession, shards=shards, **kwargs)
+
+
+def _sync_engines(shards: Mapping[str, AsyncEngine]) -> dict[str, Engine]:
+    return {name: engine.sync_engine for name, engine in shards.items()}
+
+
+def async_sharded_sessionmaker(
+    shards: Mapping[str, AsyncEngine], **kwargs: Any
+) -> async_sessionmaker[AsyncSession]:
+    """``async_sessionmaker`` whose sessions route like ``sharded_session()``."""
+    return async_sessionmaker(
+        sync_session_class=ShardedIdSession, shards=_sync_engines(shards), **kwargs
+    )
+
+
+def async_sharded_session(shards: Mapping[str, AsyncEngine], **kwargs: Any) -> AsyncSession:
+    return AsyncSession(sync_session_class=ShardedIdSession, shards=_sync_engines(shards), **kwargs)
