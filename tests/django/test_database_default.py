@@ -14,7 +14,7 @@ from .helpers import capture_all
 pytestmark = [
     pytest.mark.skipif(
         settings.BACKEND != "postgres",
-        reason="database-side ids are PostgreSQL's; this runs in the UID_FIELDS_TEST_DB=postgres pass",
+        reason="database-side ids are PostgreSQL's: run in the UID_FIELDS_TEST_DB=postgres pass",
     ),
     pytest.mark.django_db(databases="__all__", transaction=True),
 ]
@@ -55,7 +55,9 @@ def test_migration_is_idempotent_and_never_resets_the_state() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT uid_next_id()")
         (before,) = cursor.fetchone()
-        for statement in next_id_function("photos", "main", "shard_1", "uid_next_id").create_statements():
+        for statement in next_id_function(
+            "photos", "main", "shard_1", "uid_next_id"
+        ).create_statements():
             cursor.execute(statement)  # a re-run migration
         cursor.execute("SELECT uid_next_id()")
         (after,) = cursor.fetchone()

@@ -65,7 +65,7 @@ def test_non_primary_key_use_generates_too(db: None) -> None:
 
 
 def test_deconstruct_names_only_settings_keys() -> None:
-    _, path, args, kwargs = Photo._meta.pk.deconstruct()  # type: ignore[union-attr]
+    _, path, _, kwargs = Photo._meta.pk.deconstruct()  # type: ignore[union-attr]
     assert path == "uid_fields.django.ShardedBigIntField"
     assert kwargs == {
         "primary_key": True,

@@ -68,7 +68,7 @@ def test_in_bulk_groups_per_shard() -> None:
     orders = [Order.objects.create() for _ in range(20)]
     ids = [o.pk for o in orders]
     with capture_all() as log:
-        found = Order.objects.in_bulk(ids + [12345])
+        found = Order.objects.in_bulk([*ids, 12345])
     assert set(found) == set(ids)
     assert log.count() == len({shard_of(o) for o in orders})
     assert found[ids[0]]._state.db == shard_of(orders[0])

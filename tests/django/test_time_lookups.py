@@ -67,7 +67,9 @@ def test_postgres_uses_the_primary_key_index() -> None:
     Order.objects.using("shard_0").bulk_create([Order(note=str(i)) for i in range(2000)])
     with connections["shard_0"].cursor() as cursor:
         cursor.execute("ANALYZE testapp_order")
-        qs = Order.objects.using("shard_0").filter(id__time__gte=datetime.now(UTC) - timedelta(minutes=1))
+        qs = Order.objects.using("shard_0").filter(
+            id__time__gte=datetime.now(UTC) - timedelta(minutes=1)
+        )
         sql, params = qs.query.sql_with_params()
         cursor.execute("SET enable_seqscan = off")
         cursor.execute("EXPLAIN " + sql, params)

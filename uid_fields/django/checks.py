@@ -121,7 +121,7 @@ def _database_default_errors(field: UidField) -> list[checks.CheckMessage]:
             )
         ]
     shard_map = None
-    if field.shards_name in conf_module.conf.SHARDS:
+    if field.shards_name is not None and field.shards_name in conf_module.conf.SHARDS:
         shard_map = conf_module.get_shard_map(field.shards_name, field.generator_name)
     aliases = shard_map.databases if shard_map else ("default",)
     wrong = [
@@ -178,11 +178,15 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 @checks.register(checks.Tags.models)
 def check_managers(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    return manager_errors(apps.get_models())
+
+
+def manager_errors(models: Any) -> list[checks.CheckMessage]:
     from .query import ShardedQuerySet
     from .routing import sharded_pk
 
     errors: list[checks.CheckMessage] = []
-    for model in apps.get_models():
+    for model in models:
         if sharded_pk(model) is None:
             continue
         manager = model._default_manager

@@ -67,19 +67,19 @@ class Settings:
         return value
 
     @property
-    def GENERATORS(self) -> Mapping[str, Mapping[str, Any]]:  # noqa: N802 - setting name
+    def GENERATORS(self) -> Mapping[str, Mapping[str, Any]]:
         return self.raw.get("GENERATORS", {})  # type: ignore[no-any-return]
 
     @property
-    def SHARDS(self) -> Mapping[str, Mapping[str, Any]]:  # noqa: N802
+    def SHARDS(self) -> Mapping[str, Mapping[str, Any]]:
         return self.raw.get("SHARDS", {})  # type: ignore[no-any-return]
 
     @property
-    def STRICT_ROUTING(self) -> bool:  # noqa: N802
+    def STRICT_ROUTING(self) -> bool:
         return bool(self.raw.get("STRICT_ROUTING", True))
 
     @property
-    def MIGRATE_SHARDED_ON_DEFAULT(self) -> bool:  # noqa: N802
+    def MIGRATE_SHARDED_ON_DEFAULT(self) -> bool:
         return bool(self.raw.get("MIGRATE_SHARDED_ON_DEFAULT", False))
 
 
@@ -194,7 +194,8 @@ def get_shard_map(shards: str, generator_name: str) -> ShardMap:
             config = conf.SHARDS[shards]
         except KeyError:
             raise LookupError(
-                f"no shard map {shards!r} in UID_FIELDS['SHARDS'] (configured: {sorted(conf.SHARDS)})"
+                f"no shard map {shards!r} in UID_FIELDS['SHARDS'] "
+                f"(configured: {sorted(conf.SHARDS)})"
             ) from None
         route = route_for(
             get_generator(generator_name),

@@ -172,8 +172,10 @@ class UidField(models.Field):  # type: ignore[type-arg]
             return super().get_pk_value_on_save(instance)
         return self.fill(instance)
 
-    def contribute_to_class(self, cls: type[models.Model], name: str, **kwargs: Any) -> None:
-        super().contribute_to_class(cls, name, **kwargs)
+    def contribute_to_class(
+        self, cls: type[models.Model], name: str, private_only: bool = False
+    ) -> None:
+        super().contribute_to_class(cls, name, private_only=private_only)
         parts_name = f"{name}_parts"
         if parts_name not in cls.__dict__:
             setattr(cls, parts_name, _PartsDescriptor(self))
@@ -281,7 +283,7 @@ class IdFormField(forms.CharField):
         return "" if value is None else str(value)
 
 
-class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[misc]
+class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[type-arg]
     description = _("64-bit id")
 
     def get_internal_type(self) -> str:
@@ -307,7 +309,7 @@ class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[misc]
         return number
 
     def to_python(self, value: Any) -> int | None:
-        if value is None or isinstance(value, int) and not isinstance(value, bool):
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
             return value
         try:
             return self._coerce(value)
@@ -334,7 +336,7 @@ class ShardedBigIntField(_IntIdField):
     kinds = ("sharded",)
 
 
-class LocalityUUIDField(UidField, models.UUIDField):  # type: ignore[misc]
+class LocalityUUIDField(UidField, models.UUIDField):  # type: ignore[type-arg]
     """A Groupon locality UUID, stored as a plain ``uuid.UUID``."""
 
     kinds = ("locality",)
@@ -349,7 +351,7 @@ class LocalityUUIDField(UidField, models.UUIDField):  # type: ignore[misc]
         return super().to_python(value)  # type: ignore[no-any-return]
 
 
-class UniqIdField(UidField, models.CharField):  # type: ignore[misc]
+class UniqIdField(UidField, models.CharField):  # type: ignore[type-arg]
     """A shard-prefixed PHP uniqid (18 characters) that routes by its shard digit."""
 
     kinds = ("uniqid",)

@@ -31,7 +31,7 @@ def _aware(value: Any) -> dt.datetime:
     if not isinstance(value, dt.datetime):
         raise TypeError(f"time lookups take a datetime, got {type(value).__name__}")
     if timezone.is_naive(value):
-        value = timezone.make_aware(value, timezone.get_default_timezone())
+        return timezone.make_aware(value, timezone.get_default_timezone())
     return value
 
 
@@ -41,7 +41,7 @@ class IdTime(Transform):
     lookup_name = "time"
     output_field = DateTimeField()
 
-    def as_sql(self, compiler: Any, connection: Any) -> Any:
+    def as_sql(self, compiler: Any, connection: Any, *args: Any, **kwargs: Any) -> Any:
         raise FieldError(
             "__time of an id can only be compared with a datetime value "
             "(gt, gte, lt, lte, exact, range); it is not a column to select"

@@ -9,8 +9,10 @@ default the id, which for these ids is creation time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import suppress
 from typing import Any
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.query import (
@@ -35,7 +37,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         self._shard_aliases: tuple[str, ...] | None = None
 
     def _clone(self) -> ShardedQuerySet:
-        clone: ShardedQuerySet = super()._clone()  # type: ignore[assignment]
+        clone: ShardedQuerySet = super()._clone()
         clone._shard_aliases = self._shard_aliases
         return clone
 
@@ -48,7 +50,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def db(self) -> str:
         if self._db is None and self._shard_aliases is not None and len(self._shard_aliases) == 1:
             return self._shard_aliases[0]
-        return super().db  # type: ignore[no-any-return]
+        return super().db
 
     @property
     def shard_aliases(self) -> tuple[str, ...]:
@@ -106,10 +108,8 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                     continue
                 aliases = set()
                 for item in values:
-                    try:
+                    with suppress(TypeError, ValueError):  # an id no shard can hold matches no row
                         aliases.add(shard_map.database_for(_plain(item)))
-                    except (TypeError, ValueError):
-                        pass  # an id no shard can hold matches no row
             elif base in key_names and kind == "exact":
                 probe = self.model(**{base: value})
                 logical = field.logical_shard_for(probe)
@@ -175,7 +175,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def iterator(self, chunk_size: int | None = None) -> Iterator[Any]:
         if self._is_fanout():
             return iter(self._fanout_results())
-        return super().iterator(chunk_size=chunk_size)  # type: ignore[no-any-return]
+        return super().iterator(chunk_size=chunk_size)
 
     def count(self) -> int:
         if not self._is_fanout():
@@ -214,8 +214,8 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def delete(self) -> tuple[int, dict[str, int]]:
         if not self._is_fanout():
-            return super().delete()  # type: ignore[no-any-return]
-        total, per_model = 0, {}
+            return super().delete()
+        total, per_model = 0, dict[str, int]()
         for alias in self._shard_aliases or ():
             count, detail = self._for_alias(alias).delete()
             total += count
@@ -274,7 +274,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def get_or_create(self, defaults: Any = None, **kwargs: Any) -> tuple[Any, bool]:
         if self._sharded_field is None:
-            return super().get_or_create(defaults, **kwargs)  # type: ignore[no-any-return]
+            return super().get_or_create(defaults, **kwargs)
         self._for_write = True
         try:
             return self._lookup_scope(kwargs).get(**kwargs), False
@@ -300,7 +300,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     ) -> tuple[Any, bool]:
         if self._sharded_field is None:
             extra = {} if create_defaults is None else {"create_defaults": create_defaults}
-            return super().update_or_create(defaults, **extra, **kwargs)  # type: ignore[no-any-return]
+            return super().update_or_create(defaults, **extra, **kwargs)
         defaults = defaults or {}
         try:
             found = self._lookup_scope(kwargs).get(**kwargs)
@@ -360,9 +360,7 @@ def _fetch_database_ids(field: UidField, alias: str, objs: list[models.Model]) -
     if not missing:
         return
     with connections[alias].cursor() as cursor:
-        cursor.execute(
-            f"SELECT {field.db_function}() FROM generate_series(1, %s)", [len(missing)]
-        )
+        cursor.execute(f"SELECT {field.db_function}() FROM generate_series(1, %s)", [len(missing)])
         ids = sorted(row[0] for row in cursor.fetchall())
     for obj, value in zip(missing, ids, strict=True):
         setattr(obj, field.attname, value)
@@ -407,10 +405,8 @@ def _merge(rows: list[Any], ordering: list[str], qs: ShardedQuerySet) -> list[An
         if "__" in field_name or "." in field_name or field_name == "?":
             return rows
         if field_name != "pk":
-            try:
-                field_name = meta.get_field(field_name).attname  # type: ignore[union-attr]
-            except Exception:
-                pass
+            with suppress(FieldDoesNotExist):
+                field_name = meta.get_field(field_name).attname
         try:
             rows.sort(key=lambda row, f=field_name: _none_last(getter(row, f)), reverse=descending)
         except (KeyError, AttributeError, IndexError, TypeError, StopIteration):
@@ -424,7 +420,7 @@ def _none_last(value: Any) -> tuple[bool, Any]:
 
 def _key_getter(qs: ShardedQuerySet) -> Any:
     iterable = qs._iterable_class
-    pk_name = qs.model._meta.pk.attname  # type: ignore[union-attr]
+    pk_name = qs.model._meta.pk.attname
     if iterable is ModelIterable or iterable is NamedValuesListIterable:
         return lambda row, name: getattr(row, name)
     if iterable is ValuesIterable:
@@ -444,5 +440,5 @@ def _key_getter(qs: ShardedQuerySet) -> Any:
     return None
 
 
-class ShardedManager(models.Manager.from_queryset(ShardedQuerySet)):  # type: ignore[misc]
+class ShardedManager(models.Manager.from_queryset(ShardedQuerySet)):
     """The default manager of a sharded model."""

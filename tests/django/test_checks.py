@@ -1,0 +1,158 @@
+"""System checks: each misconfiguration has an id, read lazily under override_settings."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core import checks
+from django.db import models
+from django.test.utils import isolate_apps, override_settings
+
+from uid_fields.django import ShardedBigIntField, ShardedManager, SnowflakeField
+from uid_fields.django.checks import check_managers, check_settings, manager_errors
+
+
+def uid_settings(**changes: Any) -> dict[str, Any]:
+    config = copy.deepcopy(settings.UID_FIELDS)
+    for key, value in changes.items():
+        config[key] = value
+    return config
+
+
+def ids(messages: list[checks.CheckMessage]) -> set[str]:
+    return {m.id for m in messages if m.id}
+
+
+def test_the_test_project_is_clean() -> None:
+    assert ids(check_settings()) == set()
+    assert ids(check_managers()) == set()
+
+
+def test_invalid_generators_are_e005() -> None:
+    generators = dict(settings.UID_FIELDS["GENERATORS"])
+    generators["bad_epoch"] = {"kind": "snowflake", "epoch": "2999-01-01"}
+    generators["bad_worker"] = {"kind": "snowflake", "fields": {"worker": 99}}
+    generators["bad_kind"] = {"kind": "ulid"}
+    generators["bad_layout"] = {
+        "kind": "snowflake",
+        "layout": {"time_bits": 60, "fields": [["w", 10]]},
+    }
+    with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators)):
+        messages = [m for m in check_settings() if m.id == "uid_fields.E005"]
+    text = " ".join(m.msg for m in messages)
+    assert len(messages) == 4
+    assert "in the future" in text and "worker=99" in text and "ulid" in text and "bits" in text
+
+
+def test_exhaustion_within_five_years_is_w001() -> None:
+    generators = dict(settings.UID_FIELDS["GENERATORS"])
+    generators["old"] = {"kind": "sharded", "layout": "instagram"}  # signed: ends 2046
+    # 2**38 ms (8.7 years) from 2020: ends in 2028.
+    generators["ancient"] = {
+        "kind": "snowflake",
+        "epoch": "2020-01-01",
+        "layout": {"time_bits": 38, "fields": [["worker", 10]], "sequence_bits": 12},
+    }
+    with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators)):
+        warnings = [m for m in check_settings() if m.id == "uid_fields.W001"]
+    assert len(warnings) == 1 and "'ancient'" in warnings[0].msg and "2028" in warnings[0].msg
+
+
+def test_missing_database_alias_is_e003() -> None:
+    shards = {"main": {"databases": ["shard_0", "nowhere"]}}
+    with override_settings(UID_FIELDS=uid_settings(SHARDS=shards)):
+        assert "uid_fields.E003" in ids(check_settings())
+
+
+@isolate_apps("tests.django.testapp")
+def test_field_checks() -> None:
+    class Broken(models.Model):
+        id = SnowflakeField(primary_key=True, generator="missing", shards="main")
+
+        class Meta:
+            app_label = "testapp"
+
+    class WrongKind(models.Model):
+        id = SnowflakeField(primary_key=True, generator="photos")
+
+        class Meta:
+            app_label = "testapp"
+
+    class NoMap(models.Model):
+        id = SnowflakeField(primary_key=True, shards="absent")
+
+        class Meta:
+            app_label = "testapp"
+
+    class BadKey(models.Model):
+        id = ShardedBigIntField(primary_key=True, generator="photos", shard_key="owner")
+
+        class Meta:
+            app_label = "testapp"
+
+    class Clash(models.Model):
+        id = SnowflakeField(primary_key=True)
+
+        def id_parts(self) -> None: ...
+
+        class Meta:
+            app_label = "testapp"
+
+    assert ids(Broken._meta.pk.check()) == {"uid_fields.E001"}
+    assert ids(WrongKind._meta.pk.check()) == {"uid_fields.E006"}
+    assert ids(NoMap._meta.pk.check()) == {"uid_fields.E002"}
+    assert ids(BadKey._meta.pk.check()) == {"uid_fields.E008"}
+    assert ids(Clash._meta.pk.check()) == {"uid_fields.E010"}
+
+
+@isolate_apps("tests.django.testapp")
+def test_default_manager_must_be_sharded() -> None:
+    class Plain(models.Model):
+        id = SnowflakeField(primary_key=True, shards="main")
+
+        class Meta:
+            app_label = "testapp"
+
+    class Routed(models.Model):
+        id = SnowflakeField(primary_key=True, shards="main")
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    assert [m.obj for m in manager_errors([Plain, Routed])] == [Plain]
+    assert manager_errors([Plain])[0].id == "uid_fields.E007"
+
+
+@pytest.mark.skipif(settings.BACKEND == "postgres", reason="the shards here are PostgreSQL")
+@isolate_apps("tests.django.testapp")
+def test_database_default_needs_postgresql() -> None:
+    class Made(models.Model):
+        id = ShardedBigIntField(
+            primary_key=True,
+            generator="photos",
+            shards="main",
+            shard_key="k",
+            database_default=True,
+        )
+        k = models.IntegerField()
+
+        class Meta:
+            app_label = "testapp"
+
+    assert "uid_fields.E009" in ids(Made._meta.pk.check())
+
+
+def test_override_settings_is_read_lazily() -> None:
+    from uid_fields.django.conf import get_generator
+
+    before = get_generator("default")
+    generators = dict(settings.UID_FIELDS["GENERATORS"])
+    generators["default"] = dict(generators["default"], fields={"datacenter": 0, "worker": 9})
+    with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators)):
+        assert get_generator("default").node == {"datacenter": 0, "worker": 9}
+    assert get_generator("default") is not before
+    assert get_generator("default").node == {"datacenter": 0, "worker": 1}
