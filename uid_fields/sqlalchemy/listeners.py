@@ -100,6 +100,8 @@ def _on_shard_key_set(id_key: str, config: FieldConfig) -> Callable[..., None]:
         logical = config.logical_shard_of_key(value)  # ShardKeyError before any SQL
         state = inspect(target)
         current = state.dict.get(id_key)
+        if current is None and state.key is not None:
+            current = getattr(target, id_key)  # expired after a commit: reload it
         same_shard = current is not None and generator.shard_of(current) == logical
         if state.key is not None:
             if current is not None and not same_shard:
