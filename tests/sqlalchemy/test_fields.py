@@ -76,9 +76,12 @@ def test_core_insert_without_id_uses_the_column_default(shards: dict[str, Engine
 
 def test_core_insert_without_shard_key_is_refused(sqlite_shards: dict[str, Engine]) -> None:
     engine = sqlite_shards["shard_0"]
-    with recording({"e": engine}) as log, engine.connect() as connection:
-        with pytest.raises(StatementError, match="shard key 'owner_id'"):
-            connection.execute(insert(Photo.__table__), [{"caption": "x"}])
+    with (
+        recording({"e": engine}) as log,
+        engine.connect() as connection,
+        pytest.raises(StatementError, match="shard key 'owner_id'"),
+    ):
+        connection.execute(insert(Photo.__table__), [{"caption": "x"}])
     assert log.count(kind="INSERT") == 0
 
 

@@ -49,12 +49,12 @@ class DatabaseIds:
         """Create (or replace) the function in this database; its state survives re-runs."""
         _require_postgres(connection)
         for statement in self.function(shard).create_statements():
-            connection.exec_driver_sql(statement)
+            connection.execute(text(statement))  # text(): '%' escaped for the driver
 
     def uninstall(self, connection: Connection) -> None:
         _require_postgres(connection)
         for statement in self.function(0).drop_statements():
-            connection.exec_driver_sql(statement)
+            connection.execute(text(statement))
 
     @staticmethod
     def shards_of(shard_map: ShardMap, engines: Mapping[str, Engine]) -> dict[Engine, int]:

@@ -1,0 +1,73 @@
+"""The sharded session under asyncio: aiosqlite files and psycopg async databases."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.orm import selectinload
+
+from uid_fields.sqlalchemy import async_sharded_sessionmaker, bulk_insert
+
+from .conftest import SHARDS, postgres_url, recording
+from .models import Base, Item, Order
+
+
+async def _exercise(engines: dict[str, AsyncEngine]) -> None:
+    for engine in engines.values():
+        async with engine.begin() as connection:
+            await connection.run_sync(Base.metadata.drop_all)
+            await connection.run_sync(Base.metadata.create_all)
+    sync = {name: engine.sync_engine for name, engine in engines.items()}
+    make_session = async_sharded_sessionmaker(engines, expire_on_commit=False)
+    with recording(sync) as log:
+        async with make_session() as session:
+            orders = [Order(customer=str(i), items=[Item(line=1)]) for i in range(200)]
+            session.add_all(orders)
+            await session.commit()
+            assert log.count(kind="INSERT") <= 2 * 2 * len(SHARDS)  # orders + items
+            shard_of = {o.id: session.sync_session.shard_of(o) for o in orders}  # type: ignore[attr-defined]
+        assert set(shard_of.values()) == set(SHARDS)
+
+        async with make_session() as session:
+            for order_id, shard in list(shard_of.items())[:8]:
+                log.clear()
+                order = await session.get(Order, order_id, options=[selectinload(Order.items)])
+                assert order is not None and [i.line for i in order.items] == [1]
+                assert log.engines_used() == {shard}
+
+            log.clear()
+            everyone = (await session.scalars(select(Order))).all()
+            assert len(everyone) == 200 and log.engines_used() == set(SHARDS)
+
+            ids = await session.run_sync(lambda s: bulk_insert(s, Order, [{} for _ in range(40)]))
+            await session.commit()
+            found = (await session.scalars(select(Order).where(Order.id.in_(ids)))).all()
+            assert len(found) == 40
+    for engine in engines.values():
+        async with engine.begin() as connection:
+            await connection.run_sync(Base.metadata.drop_all)
+        await engine.dispose()
+
+
+def test_async_sessions_on_aiosqlite(tmp_path: Path) -> None:
+    engines = {
+        name: create_async_engine(f"sqlite+aiosqlite:///{tmp_path / name}.db") for name in SHARDS
+    }
+    asyncio.run(_exercise(engines))
+
+
+def test_async_sessions_on_postgres(postgres_databases: list[str]) -> None:
+    engines = {
+        name: create_async_engine(postgres_url(database))
+        for name, database in zip(SHARDS, postgres_databases, strict=True)
+    }
+    asyncio.run(_exercise(engines))
+
+
+def test_async_sessionmaker_needs_shards() -> None:
+    with pytest.raises(ValueError, match="at least one shard"):
+        async_sharded_sessionmaker({})()
