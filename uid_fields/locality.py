@@ -19,6 +19,7 @@ import os
 import random
 import uuid
 import weakref
+from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -41,15 +42,31 @@ INCREMENT = 198491317  # prime, coprime to 2**32: a full period of 2**32 counter
 VERSION = 0xB
 _MASK32 = 0xFFFFFFFF
 _MAX_MS = (1 << 48) - 1
-_NIBBLE_SWAP = bytes(((b & 0xF) << 4) | (b >> 4) for b in range(256))
 _new_uuid = object.__new__
 _set = object.__setattr__
+_UUID = uuid.UUID
+# The slot setters of uuid.UUID, called directly: cheaper than object.__setattr__.
+_set_int = uuid.UUID.__dict__["int"].__set__
+_set_safe = uuid.UUID.__dict__["is_safe"].__set__
 _UNKNOWN = uuid.SafeUUID.unknown
+# Every 16-bit value with its 4 hex digits reversed (256 KiB), so that reversing the 8
+# digits of a counter on the hot path is two lookups instead of bytes round trips.
+_REV16 = array(
+    "I",
+    [
+        (d << 12) | (c << 8) | (b << 4) | a
+        for a in range(16)
+        for b in range(16)
+        for c in range(16)
+        for d in range(16)
+    ],
+)
 
 
 def reverse_nibbles(value: int) -> int:
     """The 32-bit value with its 8 hex digits in reverse order (its own inverse)."""
-    return int.from_bytes((value & _MASK32).to_bytes(4, "little").translate(_NIBBLE_SWAP), "big")
+    value &= _MASK32
+    return (_REV16[value & 0xFFFF] << 16) | _REV16[value >> 16]
 
 
 def _uuid_from_int(value: int) -> uuid.UUID:
@@ -213,20 +230,45 @@ class LocalityUUIDGenerator:
         else:
             self._first = random.getrandbits(32)
             self._step = INCREMENT
-        self._ticks = itertools.count(1)  # the Java counters add before they read
+        # The Java counters add before they read: the first id carries first + step.
+        # One atomic next() per id (no lock); the mask keeps the low 32 bits.
+        self._counts = itertools.count(self._first + self._step, self._step)
+        self._source = self.clock.source
+        self._offset_ns = self.clock.offset_ns
 
     def next_id(self) -> uuid.UUID:
         if self._forked_from is not None:
             self._raise_forked()
-        count = (self._first + next(self._ticks) * self._step) & _MASK32
-        block = count if self.sequential else reverse_nibbles(count)
-        ms = (self.clock.source() + self.clock.offset_ns) // 1_000_000
-        return _uuid_from_int((block << 96) | self._middle | ms)
+        count = next(self._counts) & _MASK32
+        if not self.sequential:
+            count = (_REV16[count & 0xFFFF] << 16) | _REV16[count >> 16]
+        result = _new_uuid(_UUID)
+        _set_int(
+            result, (count << 96) | self._middle | (self._source() + self._offset_ns) // 1_000_000
+        )
+        _set_safe(result, _UNKNOWN)
+        return result
 
     def next_ids(self, count: int) -> list[uuid.UUID]:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValueError(f"count must be an int >= 0, got {count!r}")
-        return [self.next_id() for _ in range(count)]
+        if self._forked_from is not None:
+            self._raise_forked()
+        # Take the counters first: each is still one atomic next(), so concurrent callers
+        # interleave without sharing a value.
+        counts = [next(self._counts) & _MASK32 for _ in range(count)]
+        if not self.sequential:
+            rev = _REV16
+            counts = [(rev[c & 0xFFFF] << 16) | rev[c >> 16] for c in counts]
+        tail = self._middle | (self._source() + self._offset_ns) // 1_000_000
+        out: list[uuid.UUID] = []
+        append = out.append
+        for c in counts:
+            result = _new_uuid(_UUID)
+            _set_int(result, (c << 96) | tail)
+            _set_safe(result, _UNKNOWN)
+            append(result)
+        return out
 
     def decompose(self, value: object) -> LocalityParts:
         return decompose(value)
