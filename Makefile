@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: test demo lint format clean
+.PHONY: test test-compat demo lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,18 @@ test: $(STAMP)
 	UID_FIELDS_TEST_DB=postgres $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
 	UID_FIELDS_TEST_DB=mysql $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
 
+# The oldest supported pair: Django 4.2 LTS and SQLAlchemy 2.0, in a venv of their own.
+COMPAT := .venv-compat
+$(COMPAT)/.installed: pyproject.toml
+	@test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
+	$(COMPAT)/bin/python -m pip install --quiet --upgrade pip
+	$(COMPAT)/bin/python -m pip install --quiet -e '.[dev]' 'Django>=4.2,<5.0' 'SQLAlchemy>=2.0,<2.1'
+	@touch $@
+
+test-compat: $(COMPAT)/.installed
+	$(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django tests/sqlalchemy $(PYTEST_ARGS)
+	UID_FIELDS_TEST_DB=postgres $(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django $(PYTEST_ARGS)
+
 demo: $(STAMP)
 	$(BIN)/python example_project/core_demo.py
 
@@ -33,4 +45,4 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var
+	rm -rf $(VENV) $(COMPAT) .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var

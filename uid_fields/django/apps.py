@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import importlib.util
+
 from django.apps import AppConfig
 
 
@@ -11,3 +13,12 @@ class UidFieldsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+        from .conf import conf
+        from .converters import register
+
+        register()
+        drf = importlib.util.find_spec("rest_framework") is not None
+        if drf and conf.raw.get("DRF_STRING_IDS", True):
+            from .rest import install
+
+            install()

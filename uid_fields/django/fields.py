@@ -70,10 +70,10 @@ class UidField(models.Field):  # type: ignore[type-arg]
         self.shard_key = shard_key
         self.database_default = bool(kwargs.pop("database_default", False))
         self.db_function = kwargs.pop("function", "uid_next_id")
-        if self.database_default:
+        if self.database_default and _DatabaseDefault is not None:
             from .functions import NextId
 
-            kwargs["db_default"] = NextId(self.db_function)
+            kwargs["db_default"] = NextId(self.db_function)  # (E009 explains it on 4.2)
         else:
             kwargs["default"] = _Default(self)
         if kwargs.get("primary_key"):
@@ -222,10 +222,14 @@ class UidField(models.Field):  # type: ignore[type-arg]
         return [*super().check(**kwargs), *check_field(self)]
 
 
-def _is_db_default(value: Any) -> bool:
-    from django.db.models.expressions import DatabaseDefault
+try:  # Django 5.0+: the placeholder an unsaved object holds for a db_default column
+    from django.db.models.expressions import DatabaseDefault as _DatabaseDefault
+except ImportError:  # Django 4.2 has no db_default
+    _DatabaseDefault = None  # type: ignore[assignment, misc]
 
-    return isinstance(value, DatabaseDefault)
+
+def _is_db_default(value: Any) -> bool:
+    return _DatabaseDefault is not None and isinstance(value, _DatabaseDefault)
 
 
 def _sharded_pk(model: Any) -> UidField | None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.db import models
@@ -41,6 +44,29 @@ def database_for_instance(instance: models.Model) -> str:
     return field.shard_map.database_for(value)
 
 
+_pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)
+
+
+@contextmanager
+def pin_shard(model: type[models.Model], alias: str) -> Iterator[None]:
+    """Within the block, unhinted routing of ``model`` goes to ``alias``.
+
+    For code that asks the router about a model without naming a row, such as the
+    admin opening ``transaction.atomic(using=router.db_for_write(model))``.
+    """
+    current = dict(_pinned.get() or {})
+    current[model] = alias
+    token = _pinned.set(current)
+    try:
+        yield
+    finally:
+        _pinned.reset(token)
+
+
+def pinned_shard(model: type[models.Model]) -> str | None:
+    return (_pinned.get() or {}).get(model)
+
+
 def unroutable(model: type[models.Model]) -> UnroutableQueryError:
     name = model.__name__
     return UnroutableQueryError(
@@ -65,6 +91,9 @@ class ShardRouter:
         if field is not None:
             from .conf import conf
 
+            pinned = pinned_shard(model)
+            if pinned is not None:
+                return pinned
             if conf.STRICT_ROUTING:
                 raise unroutable(model)
         return None

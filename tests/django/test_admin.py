@@ -1,0 +1,136 @@
+"""The admin on sharded models, through the test client as a logged-in superuser."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import reverse
+
+from .testapp.models import Customer, Order, PageView, Purchase, PurchaseLine
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+@pytest.fixture
+def client() -> Client:
+    user = User.objects.create_superuser("admin", "admin@example.com", "pw")
+    c = Client()
+    c.force_login(user)
+    return c
+
+
+def orders_on(alias: str, count: int = 3) -> list[Order]:
+    made: list[Order] = []
+    while len(made) < count:
+        order = Order(note=f"n{len(made)}")
+        if order.id_parts is not None and Order._meta.pk.shard_map.database_for(order.id) == alias:
+            order.save()
+            made.append(order)
+    return made
+
+
+def test_changelist_shows_the_first_shard_by_default_and_switches(client: Client) -> None:
+    first = orders_on(settings.SHARDS[0])
+    third = orders_on(settings.SHARDS[2])
+    url = reverse("admin:testapp_order_changelist")
+    page = client.get(url).content.decode()
+    assert all(str(o.pk) in page for o in first)
+    assert not any(str(o.pk) in page for o in third)
+    switched = client.get(url, {"shard": settings.SHARDS[2]}).content.decode()
+    assert all(str(o.pk) in switched for o in third)
+    assert not any(str(o.pk) in switched for o in first)
+    assert "shard_3" in page  # the filter lists every shard
+
+
+def test_changelist_shows_created_times_and_plain_ids(client: Client) -> None:
+    (order,) = orders_on(settings.SHARDS[1], 1)
+    with override_settings(USE_THOUSAND_SEPARATOR=True):
+        page = client.get(reverse("admin:testapp_order_changelist"), {"shard": settings.SHARDS[1]})
+    html = page.content.decode()
+    assert str(order.pk) in html
+    assert f"{order.pk:,}" not in html
+    created = order.id_parts.datetime.strftime("%Y-%m-%d %H:%M:%S")
+    assert created in html
+
+
+def test_created_filter_uses_the_id(client: Client) -> None:
+    (order,) = orders_on(settings.SHARDS[0], 1)
+    url = reverse("admin:testapp_order_changelist")
+    assert str(order.pk) in client.get(url, {"created": "1h"}).content.decode()
+
+
+def test_change_view_on_a_non_first_shard_shows_parts_and_saves_there(client: Client) -> None:
+    (order,) = orders_on(settings.SHARDS[3], 1)
+    url = reverse("admin:testapp_order_change", args=[order.pk])
+    page = client.get(url)
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "uid-parts" in html and "shard_3" in html and "worker" in html
+    assert order.id_parts.datetime.isoformat() in html
+    response = client.post(url, {"note": "edited"})
+    assert response.status_code == 302
+    assert Order.objects.using(settings.SHARDS[3]).get(pk=order.pk).note == "edited"
+
+
+def test_delete_view_deletes_on_the_right_shard(client: Client) -> None:
+    (order,) = orders_on(settings.SHARDS[2], 1)
+    url = reverse("admin:testapp_order_delete", args=[order.pk])
+    assert client.get(url).status_code == 200
+    assert client.post(url, {"post": "yes"}).status_code == 302
+    assert not Order.objects.filter(pk=order.pk).exists()
+
+
+def test_history_view(client: Client) -> None:
+    (order,) = orders_on(settings.SHARDS[1], 1)
+    assert client.get(reverse("admin:testapp_order_history", args=[order.pk])).status_code == 200
+
+
+@pytest.mark.parametrize("bad", ["abc", "-1", str(2**63), "1" * 30, "12,345"])
+def test_bad_ids_redirect_never_500(client: Client, bad: str) -> None:
+    response = client.get(f"/admin/testapp/order/{bad}/change/")
+    assert response.status_code in (302, 404)
+
+
+def test_bad_uuid_redirects(client: Client) -> None:
+    response = client.get("/admin/testapp/pageview/not-a-uuid/change/")
+    assert response.status_code in (302, 404)
+    view = PageView.objects.create(path="/x")
+    ok = client.get(reverse("admin:testapp_pageview_change", args=[view.pk]))
+    assert ok.status_code == 200 and "pid" in ok.content.decode()
+
+
+def test_inlines_of_co_located_models(client: Client) -> None:
+    customer = Customer.objects.create(name="c")
+    purchase = Purchase.objects.create(customer=customer, total=5)
+    PurchaseLine.objects.create(purchase=purchase, sku="first")
+    url = reverse("admin:testapp_purchase_change", args=[purchase.pk])
+    html = client.get(url).content.decode()
+    assert "first" in html
+    line = purchase.lines.get()
+    prefix = "lines"
+    data = {
+        "customer": str(customer.pk),
+        "total": "7",
+        f"{prefix}-TOTAL_FORMS": "2",
+        f"{prefix}-INITIAL_FORMS": "1",
+        f"{prefix}-0-id": str(line.pk),
+        f"{prefix}-0-purchase": str(purchase.pk),
+        f"{prefix}-0-sku": "renamed",
+        f"{prefix}-1-purchase": str(purchase.pk),
+        f"{prefix}-1-sku": "added",
+    }
+    response = client.post(url, data)
+    assert response.status_code == 302, re.findall(
+        r'class="errorlist[^"]*">(.*?)</ul>', response.content.decode()
+    )
+    alias = purchase._state.db
+    assert sorted(PurchaseLine.objects.using(alias).values_list("sku", flat=True)) == [
+        "added",
+        "renamed",
+    ]
+    assert Purchase.objects.using(alias).get(pk=purchase.pk).total == 7

@@ -1,0 +1,48 @@
+"""A small DRF API over the test models."""
+
+from __future__ import annotations
+
+from rest_framework import serializers, viewsets
+
+from uid_fields.django.rest import IdTimeFilter
+
+from .models import Customer, Order, PageView, Purchase
+
+
+class OrderSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        model = Order
+        fields = ["id", "note"]
+
+
+class PurchaseSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        model = Purchase
+        fields = ["id", "customer", "total"]
+
+
+class PageViewSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        model = PageView
+        fields = ["id", "path"]
+
+
+class OrderViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    serializer_class = OrderSerializer
+    filter_backends = [IdTimeFilter]
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Order.objects.on_all_shards()
+
+
+class PurchaseViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    serializer_class = PurchaseSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Purchase.objects.on_all_shards()
+
+
+class CustomerSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        model = Customer
+        fields = ["id", "name"]

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404
+from django.urls import include, path
+from rest_framework.routers import DefaultRouter
+
+from .testapp.api import OrderViewSet, PurchaseViewSet
+from .testapp.models import Order, PageView
+
+router = DefaultRouter()
+router.register("orders", OrderViewSet, basename="order")
+router.register("purchases", PurchaseViewSet, basename="purchase")
+
+
+def order_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    order = get_object_or_404(Order, pk=pk)
+    return JsonResponse({"id": str(order.pk), "shard": order._state.db})
+
+
+def pageview_detail(request: HttpRequest, pk: object) -> HttpResponse:
+    view = get_object_or_404(PageView, pk=pk)
+    return JsonResponse({"id": str(view.pk)})
+
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include(router.urls)),
+    path("orders/<snowflake:pk>/", order_detail, name="order-detail"),
+    path("sharded/<sharded:pk>/", order_detail, name="order-sharded"),
+    path("views/<locality_uuid:pk>/", pageview_detail, name="pageview-detail"),
+]

@@ -1,0 +1,174 @@
+"""``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.apps import apps
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+
+from ...conf import conf, get_generator, shard_databases
+from ...fields import UidField
+from ...operations import next_id_function
+from ...routing import sharded_pk
+
+
+def _progress(done: int, total: int, label: str, width: int = 30) -> str:
+    filled = width * done // max(total, 1)
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}"
+
+
+class Command(BaseCommand):
+    help = "Decode and generate ids, show the shard map, verify and migrate shard databases."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        decode = sub.add_parser("decode", help="print the parts of an id")
+        decode.add_argument("id")
+        decode.add_argument("--generator", default="default")
+        decode.add_argument("--json", action="store_true")
+        generate = sub.add_parser("generate", help="print new ids")
+        generate.add_argument("-n", "--count", type=int, default=1)
+        generate.add_argument("--generator", default="default")
+        generate.add_argument("--shard", type=int, help="logical shard (sharded generators)")
+        sub.add_parser("shards", help="logical shard ranges per database, rows per shard")
+        check = sub.add_parser("check-db", help="verify the PostgreSQL next_id functions")
+        check.add_argument("--database", help="only this alias")
+        sub.add_parser("migrate-all", help="migrate default and every shard database")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        action = options["action"].replace("-", "_")
+        getattr(self, f"do_{action}")(**options)
+
+    # -- decode / generate ---------------------------------------------------------------
+    def _generator(self, name: str) -> Any:
+        try:
+            return get_generator(name)
+        except (LookupError, ValueError, TypeError) as exc:
+            raise CommandError(str(exc)) from None
+
+    def do_decode(self, id: str, generator: str, json: bool = False, **options: Any) -> None:
+        gen = self._generator(generator)
+        try:
+            parts = gen.decompose(id)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(
+                f"cannot decode {id!r} with generator {generator!r}: {exc}"
+            ) from None
+        data = parts.as_dict()
+        if json:
+            self.stdout.write(_json(data))
+            return
+        width = max(len(k) for k in data)
+        for key, value in data.items():
+            self.stdout.write(f"{key:<{width}}  {value}")
+
+    def do_generate(self, count: int, generator: str, shard: int | None, **options: Any) -> None:
+        if not 0 <= count <= 100_000:
+            raise CommandError(f"-n must be between 0 and 100000, got {count}")
+        gen = self._generator(generator)
+        try:
+            if hasattr(gen, "shard_for_key"):
+                values = gen.next_ids(count, shard=shard or 0)
+            else:
+                values = gen.next_ids(count)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        for value in values:
+            self.stdout.write(str(value))
+
+    # -- shards --------------------------------------------------------------------------
+    def do_shards(self, **options: Any) -> None:
+        for model in apps.get_models():
+            field = sharded_pk(model)
+            if field is None or field.shard_map is None:
+                continue
+            shard_map = field.shard_map
+            self.stdout.write(
+                f"{model._meta.label} (generator {field.generator_name!r}, "
+                f"shards {field.shards_name!r}, route {shard_map.route!r})"
+            )
+            for alias, (low, high) in shard_map.ranges.items():
+                rows = model._default_manager.using(alias).count()
+                self.stdout.write(f"  {alias:<16} logical {low}..{high - 1:<8} rows {rows}")
+
+    # -- check-db ------------------------------------------------------------------------
+    def _database_defaults(self) -> list[UidField]:
+        found = []
+        for model in apps.get_models():
+            pk = model._meta.pk
+            if isinstance(pk, UidField) and pk.database_default and pk.shards_name:
+                found.append(pk)
+        return found
+
+    def do_check_db(self, database: str | None = None, **options: Any) -> None:
+        problems, checked = [], 0
+        seen: set[tuple[str, str, str]] = set()
+        for field in self._database_defaults():
+            key = (field.generator_name, str(field.shards_name), field.db_function)
+            if key in seen:
+                continue
+            seen.add(key)
+            assert field.shard_map is not None
+            for alias in field.shard_map.databases:
+                if database and alias != database:
+                    continue
+                checked += 1
+                status = self._check_alias(alias, *key)
+                self.stdout.write(f"{alias:<16} {field.db_function}() {status}")
+                if status != "ok":
+                    problems.append(f"{alias}: {status}")
+        if not checked:
+            self.stdout.write("no database-generated ids are configured")
+        if problems:
+            raise CommandError("; ".join(problems))
+
+    def _check_alias(self, alias: str, generator: str, shards: str, function: str) -> str:
+        connection = connections[alias]
+        if connection.vendor != "postgresql":
+            return f"not PostgreSQL ({connection.vendor})"
+        expected = next_id_function(generator, shards, alias, function)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s)", [expected.sequence])
+            if cursor.fetchone()[0] is None:
+                return f"missing sequence {expected.sequence}"
+            bodies = {}
+            for signature in (f"{function}(integer)", f"{function}()"):
+                cursor.execute(
+                    "SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure(%s)", [signature]
+                )
+                row = cursor.fetchone()
+                if row is None:
+                    return f"missing function {signature}; run migrate-all"
+                bodies[signature] = row[0]
+        wanted = expected.create_statements()[1].split("$uid_fields$")[1]
+        if _squash(bodies[f"{function}(integer)"]) != _squash(wanted):
+            return "stale function body (epoch, layout or shard changed?); run migrate-all"
+        if f"{function}({expected.shard})" not in bodies[f"{function}()"]:
+            return f"{function}() does not use logical shard {expected.shard}"
+        return "ok"
+
+    # -- migrate-all ---------------------------------------------------------------------
+    def do_migrate_all(self, **options: Any) -> None:
+        aliases = ["default", *sorted(a for a in shard_databases() if a != "default")]
+        verbosity = int(options.get("verbosity", 1))
+        for done, alias in enumerate(aliases):
+            self.stdout.write(_progress(done, len(aliases), f"migrating {alias}"))
+            call_command(
+                "migrate", database=alias, interactive=False, verbosity=max(verbosity - 1, 0)
+            )
+        self.stdout.write(_progress(len(aliases), len(aliases), "all databases migrated"))
+        if conf.STRICT_ROUTING is False:
+            self.stdout.write("note: STRICT_ROUTING is off; unrouted queries read 'default'")
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, default=str)

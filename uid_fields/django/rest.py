@@ -1,0 +1,143 @@
+"""Django REST framework support: 64-bit ids as JSON strings, accepted as strings or ints.
+
+JavaScript numbers are exact only up to 2**53 - 1, which every snowflake passes within
+weeks of its epoch. With ``UID_FIELDS["DRF_STRING_IDS"]`` (on by default) plain
+``ModelSerializer``s render these ids, and primary keys that point at them, as strings.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.filters import BaseFilterBackend
+from rest_framework.renderers import JSONRenderer
+
+from .fields import ShardedBigIntField, SnowflakeField, UidField
+from .lookups import _aware
+
+__all__ = [
+    "IdStringField",
+    "IdTimeFilter",
+    "StringPrimaryKeyRelatedField",
+    "UidJSONEncoder",
+    "UidJSONRenderer",
+    "install",
+]
+
+JS_MAX_SAFE_INTEGER = 2**53 - 1
+
+
+class IdStringField(serializers.IntegerField):
+    """An integer id rendered as a string; input may be a string of digits or an int."""
+
+    default_error_messages = {"invalid": "A valid id (a string of digits) is required."}
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.model_field: UidField | None = kwargs.pop("model_field", None)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, (int, str)):
+            self.fail("invalid")
+        try:
+            if self.model_field is not None:
+                value = self.model_field.to_python(data)
+            else:
+                text = str(data).strip()
+                if not text.isdigit():
+                    raise ValueError(text)
+                value = int(text)
+        except (DjangoValidationError, ValueError):
+            self.fail("invalid")
+        self.run_validators(value)
+        return value  # type: ignore[no-any-return]
+
+    def to_representation(self, value: Any) -> str:  # type: ignore[override]
+        return str(int(value))
+
+
+class StringPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type: ignore[type-arg]
+    """Renders the key of a related object as a string when that key is a uid id."""
+
+    def to_representation(self, value: Any) -> Any:
+        pk = super().to_representation(value)
+        queryset: Any = self.queryset
+        model = getattr(queryset, "model", None) or getattr(value, "__class__", None)
+        meta = getattr(model, "_meta", None)
+        if isinstance(pk, int) and isinstance(getattr(meta, "pk", None), UidField):
+            return str(pk)
+        return pk
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, bool):
+            self.fail("incorrect_type", data_type=type(data).__name__)
+        return super().to_internal_value(data)
+
+
+def _js_safe(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value) if abs(value) > JS_MAX_SAFE_INTEGER else value
+    if isinstance(value, dict):
+        return {k: _js_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_js_safe(v) for v in value]
+    return value
+
+
+class UidJSONEncoder(DjangoJSONEncoder):
+    """Writes integers beyond JavaScript's 2**53 - 1 as strings; others unchanged."""
+
+    def encode(self, o: Any) -> str:
+        return super().encode(_js_safe(o))
+
+    def iterencode(self, o: Any, _one_shot: bool = False) -> Any:
+        return super().iterencode(_js_safe(o), _one_shot)
+
+
+class UidJSONRenderer(JSONRenderer):
+    encoder_class = UidJSONEncoder
+
+
+class IdTimeFilter(BaseFilterBackend):
+    """``?created_after=<ISO>&created_before=<ISO>`` read from the id (``id__time``)."""
+
+    after_param = "created_after"
+    before_param = "created_before"
+
+    def filter_queryset(self, request: Any, queryset: Any, view: Any) -> Any:
+        pk = queryset.model._meta.pk
+        if not isinstance(pk, (SnowflakeField, ShardedBigIntField)):
+            return queryset
+        for param, lookup in ((self.after_param, "gte"), (self.before_param, "lt")):
+            raw = request.query_params.get(param)
+            if raw is None:
+                continue
+            try:
+                when = _aware(raw)
+            except (DjangoValidationError, TypeError, ValueError):
+                raise ValidationError({param: "Enter an ISO 8601 date/time."}) from None
+            queryset = queryset.filter(**{f"{pk.name}__time__{lookup}": when})
+        return queryset
+
+
+def install() -> None:
+    """Make plain ModelSerializers render uid ids (and keys pointing at them) as strings."""
+    mapping: dict[type[models.Field[Any, Any]], type[serializers.Field[Any, Any, Any, Any]]]
+    mapping = serializers.ModelSerializer.serializer_field_mapping
+    mapping[SnowflakeField] = IdStringField
+    mapping[ShardedBigIntField] = IdStringField
+    if serializers.ModelSerializer.serializer_related_field is serializers.PrimaryKeyRelatedField:
+        serializers.ModelSerializer.serializer_related_field = StringPrimaryKeyRelatedField
+
+
+def dumps(data: Any) -> str:
+    """``json.dumps`` with ids as strings, for views that do not use DRF's renderer."""
+    return json.dumps(data, cls=UidJSONEncoder)
