@@ -67,7 +67,7 @@ class StringPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type:
 
     def to_representation(self, value: Any) -> Any:
         pk = super().to_representation(value)
-        queryset: Any = self.queryset
+        queryset: Any = getattr(self, "queryset", None)
         model = getattr(queryset, "model", None) or getattr(value, "__class__", None)
         meta = getattr(model, "_meta", None)
         if isinstance(pk, int) and isinstance(getattr(meta, "pk", None), UidField):
