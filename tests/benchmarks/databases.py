@@ -1,0 +1,554 @@
+"""Databases: insert time by primary key type, index size, routed gets, database-side ids.
+
+Each benchmark creates its own ``uidf_bench_*`` databases and drops them at the end.
+Ids are generated inside the timed part wherever the application makes them, since
+that is part of what a Snowflake or UUID key costs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from uid_fields import INSTAGRAM, TWITTER, LocalityUUIDGenerator, SnowflakeGenerator
+from uid_fields.sql.postgres import NextIdFunction
+
+from .harness import Section, alternate, median, timed
+
+__all__ = ["KEYS", "run_django", "run_index_size", "run_mysql", "run_pg_functions", "run_sqla"]
+
+POSTGRES_URL = os.environ.get(
+    "UID_FIELDS_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+MYSQL_URL = os.environ.get("UID_FIELDS_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
+EPOCH_2024 = 1704067200000
+LAYOUT = TWITTER.replace(epoch_ms=EPOCH_2024)
+SHARDS = 8
+
+# Primary key kinds, in table order: how each makes its ids in the application.
+KEYS = ("snowflake", "identity", "uuid4", "locality_variable", "locality_sequential")
+LABELS = {
+    "snowflake": "Snowflake bigint",
+    "identity": "BigAutoField / identity",
+    "uuid4": "uuid4",
+    "locality_variable": "locality UUID (variable)",
+    "locality_sequential": "locality UUID (sequential)",
+}
+
+
+def _url_with_db(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+def _pg_admin() -> Any:
+    import psycopg
+
+    return psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5)
+
+
+@contextmanager
+def pg_databases(*names: str) -> Iterator[list[str]]:
+    """Fresh PostgreSQL databases, dropped afterwards; yields their psycopg URLs."""
+    with _pg_admin() as admin:
+        for name in names:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield [_url_with_db(POSTGRES_URL, name) for name in names]
+    finally:
+        with _pg_admin() as admin:
+            for name in names:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _generators() -> dict[str, Any]:
+    return {
+        "snowflake": SnowflakeGenerator(LAYOUT, datacenter=1, worker=1),
+        "locality_variable": LocalityUUIDGenerator(),
+        "locality_sequential": LocalityUUIDGenerator(sequential=True),
+    }
+
+
+def _make_ids(kind: str, generators: dict[str, Any], count: int) -> list[Any] | None:
+    if kind == "identity":
+        return None
+    if kind == "uuid4":
+        return [uuid.uuid4() for _ in range(count)]
+    ids: list[Any] = generators[kind].next_ids(count)
+    return ids
+
+
+def _ratio_rows(times: dict[str, float], base: str) -> list[list[Any]]:
+    return [
+        [LABELS[kind], f"{times[kind]:.2f}", f"{times[kind] / times[base]:.2f}x"] for kind in times
+    ]
+
+
+# -- SQLAlchemy Core ----------------------------------------------------------------------
+def _sqla_tables(metadata: Any, dialect: str) -> dict[str, Any]:
+    import sqlalchemy as sa
+
+    tables = {}
+    for kind in KEYS:
+        if kind == "identity":
+            id_col = sa.Column("id", sa.BigInteger, sa.Identity(), primary_key=True)
+            if dialect == "mysql":
+                id_col = sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=True)
+        elif kind == "snowflake":
+            id_col = sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False)
+        else:
+            id_col = sa.Column("id", sa.Uuid, primary_key=True)
+        tables[kind] = sa.Table(
+            f"core_{kind}",
+            metadata,
+            id_col,
+            sa.Column("n", sa.Integer, nullable=False),
+            sa.Column("note", sa.String(40), nullable=False),
+        )
+    return tables
+
+
+def _core_insert(
+    engine: Any, table: Any, kind: str, generators: dict[str, Any], rows: int
+) -> float:
+    import sqlalchemy as sa
+
+    with engine.begin() as conn:
+        conn.execute(
+            sa.delete(table)
+            if engine.dialect.name == "mysql"
+            else sa.text(f"TRUNCATE {table.name}")
+        )
+
+    def insert() -> None:
+        ids = _make_ids(kind, generators, rows)
+        if ids is None:
+            params = [{"n": i, "note": "benchmark row"} for i in range(rows)]
+        else:
+            params = [{"id": v, "n": i, "note": "benchmark row"} for i, v in enumerate(ids)]
+        with engine.begin() as conn:
+            for start in range(0, rows, 10_000):
+                conn.execute(sa.insert(table), params[start : start + 10_000])
+
+    return timed(insert)
+
+
+def _clustered_sizes_mysql(engine: Any, tables: dict[str, Any]) -> dict[str, int]:
+    import sqlalchemy as sa
+
+    sizes = {}
+    with engine.begin() as conn:
+        for kind, table in tables.items():
+            conn.execute(sa.text(f"ANALYZE TABLE {table.name}"))
+            sizes[kind] = conn.execute(
+                sa.text(
+                    "SELECT data_length FROM information_schema.tables "
+                    "WHERE table_schema = DATABASE() AND table_name = :t"
+                ),
+                {"t": table.name},
+            ).scalar_one()
+    return sizes
+
+
+def _run_core(
+    url: str, rows: int, rounds: int, title: str, key: str
+) -> tuple[Section, dict[str, float]]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    metadata = sa.MetaData()
+    dialect = "mysql" if url.startswith("mysql") else "postgresql"
+    tables = _sqla_tables(metadata, dialect)
+    metadata.create_all(engine)
+    generators = _generators()
+    try:
+        samples = alternate(
+            [
+                (kind, _bind(_core_insert, engine, tables[kind], kind, generators, rows))
+                for kind in KEYS
+            ],
+            rounds,
+        )
+        times = {kind: median(samples[kind]) for kind in KEYS}
+        rows_out = _ratio_rows(times, "identity")
+        columns = ["primary key", f"{rows // 1000}k rows, s", "vs identity"]
+        notes: list[str] = []
+        if dialect == "mysql":
+            sizes = _clustered_sizes_mysql(engine, tables)
+            for row, kind in zip(rows_out, KEYS, strict=True):
+                row.append(f"{sizes[kind] / 2**20:.1f}")
+            columns.append("clustered index MiB (InnoDB)")
+            notes.append(
+                "InnoDB stores the rows in the primary key, so the clustered index size is "
+                "the table size; uuid columns are MariaDB's native UUID type."
+            )
+        return Section(key, title, columns, rows_out, notes), times
+    finally:
+        metadata.drop_all(engine)
+        engine.dispose()
+
+
+def _bind(fn: Callable[..., float], *args: Any) -> Callable[[], float]:
+    return lambda: fn(*args)
+
+
+def run_sqla(rows: int = 100_000, rounds: int = 3) -> tuple[list[Section], dict[str, Any]]:
+    with pg_databases("uidf_bench_core") as (url,):
+        section, times = _run_core(
+            url.replace("postgresql://", "postgresql+psycopg://", 1),
+            rows,
+            rounds,
+            f"SQLAlchemy Core insert of {rows:,} rows, PostgreSQL",
+            "sqla_pg",
+        )
+    return [section], {"sqla_pg": times}
+
+
+def run_mysql(rows: int = 100_000, rounds: int = 3) -> tuple[list[Section], dict[str, Any]]:
+    import pymysql
+
+    parts = urlsplit(MYSQL_URL)
+    params: dict[str, Any] = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 3306,
+        "user": parts.username or "root",
+        "password": parts.password or "",
+    }
+    admin = pymysql.connect(**params, autocommit=True)
+    try:
+        with admin.cursor() as cursor:
+            cursor.execute("DROP DATABASE IF EXISTS uidf_bench_core")
+            cursor.execute("CREATE DATABASE uidf_bench_core")
+        netloc = parts.netloc
+        url = f"mysql+pymysql://{netloc}/uidf_bench_core"
+        section, times = _run_core(
+            url, rows, rounds, f"SQLAlchemy Core insert of {rows:,} rows, MariaDB", "sqla_mysql"
+        )
+    finally:
+        with admin.cursor() as cursor:
+            cursor.execute("DROP DATABASE IF EXISTS uidf_bench_core")
+        admin.close()
+    return [section], {"sqla_mysql": times}
+
+
+# -- PostgreSQL index size ----------------------------------------------------------------
+def run_index_size(rows: int = 1_000_000) -> tuple[list[Section], dict[str, Any]]:
+    """Primary key B-tree size after ``rows`` rows of each key kind, as inserted in order."""
+    generators = _generators()
+    sizes: dict[str, int] = {}
+    with pg_databases("uidf_bench_index") as (url,):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            for kind in KEYS:
+                table = f"idx_{kind}"
+                if kind == "identity":
+                    conn.execute(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, n integer)")
+                    conn.execute(
+                        f"INSERT INTO {table} (n) SELECT g FROM generate_series(1, {rows}) g"
+                    )
+                elif kind == "uuid4":
+                    conn.execute(f"CREATE TABLE {table} (id uuid PRIMARY KEY, n integer)")
+                    conn.execute(
+                        f"INSERT INTO {table} (id, n) SELECT gen_random_uuid(), g "
+                        f"FROM generate_series(1, {rows}) g"
+                    )
+                else:
+                    column = "bigint" if kind == "snowflake" else "uuid"
+                    conn.execute(f"CREATE TABLE {table} (id {column} PRIMARY KEY, n integer)")
+                    ids = generators[kind].next_ids(rows)
+                    text = "".join(f"{value}\t{i}\n" for i, value in enumerate(ids))
+                    with conn.cursor().copy(f"COPY {table} (id, n) FROM STDIN") as copy:
+                        data = io.StringIO(text)
+                        while chunk := data.read(1 << 20):
+                            copy.write(chunk)
+                sizes[kind] = conn.execute(f"SELECT pg_relation_size('{table}_pkey')").fetchone()[0]  # type: ignore[index]
+    base = sizes["identity"]
+    section = Section(
+        "index_size",
+        f"PostgreSQL primary key index after {rows:,} rows",
+        ["primary key", "index MiB", "vs bigserial"],
+        [[LABELS[k], f"{sizes[k] / 2**20:.1f}", f"{sizes[k] / base:.2f}x"] for k in KEYS],
+        [
+            "Rows inserted in the order each scheme makes them: bigserial and uuid4 "
+            "server-side (generate_series, gen_random_uuid()), the others from uid_fields "
+            "generators via COPY. Size is pg_relation_size of the primary key index."
+        ],
+    )
+    return [section], {"index_size": sizes}
+
+
+# -- database-side next_id ----------------------------------------------------------------
+def run_pg_functions(calls: int = 100_000, rounds: int = 3) -> tuple[list[Section], dict[str, Any]]:
+    layout = INSTAGRAM.replace(epoch_ms=EPOCH_2024)
+    function = NextIdFunction(layout, shard=1)
+    with pg_databases("uidf_bench_nextid") as (url,):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            for statement in function.create_statements():
+                conn.execute(statement)
+            conn.execute("CREATE SEQUENCE plain_seq")
+            conn.execute(
+                f"CREATE TABLE with_next_id (id bigint PRIMARY KEY DEFAULT {function.call}, n int)"
+            )
+            conn.execute(
+                "CREATE TABLE with_identity (id bigint GENERATED BY DEFAULT AS IDENTITY "
+                "PRIMARY KEY, n int)"
+            )
+
+            def select(expr: str) -> Callable[[], float]:
+                sql = f"SELECT max({expr}) FROM generate_series(1, {calls})"
+                return lambda: timed(lambda: conn.execute(sql).fetchone())
+
+            def insert(table: str) -> Callable[[], float]:
+                def go() -> float:
+                    conn.execute(f"TRUNCATE {table}")
+                    sql = f"INSERT INTO {table} (n) SELECT g FROM generate_series(1, {calls}) g"
+                    return timed(lambda: conn.execute(sql))
+
+                return go
+
+            samples = alternate(
+                [
+                    ("select uid_next_id()", select(function.call)),
+                    ("select nextval()", select("nextval('plain_seq')")),
+                    ("insert, default uid_next_id()", insert("with_next_id")),
+                    ("insert, identity", insert("with_identity")),
+                ],
+                rounds,
+            )
+    times = {name: median(values) for name, values in samples.items()}
+    rows = [
+        [
+            "SELECT next_id() per row",
+            f"{calls / times['select uid_next_id()'] / 1e3:.0f}",
+            f"{times['select uid_next_id()'] / times['select nextval()']:.1f}x nextval()",
+        ],
+        ["SELECT nextval() per row", f"{calls / times['select nextval()'] / 1e3:.0f}", "1.0x"],
+        [
+            "INSERT ... DEFAULT next_id()",
+            f"{calls / times['insert, default uid_next_id()'] / 1e3:.0f}",
+            f"{times['insert, default uid_next_id()'] / times['insert, identity']:.1f}x identity",
+        ],
+        ["INSERT ... identity", f"{calls / times['insert, identity'] / 1e3:.0f}", "1.0x"],
+    ]
+    section = Section(
+        "pg_next_id",
+        f"PostgreSQL database-side ids ({calls:,} per statement)",
+        ["statement", "k ids/s", "time vs plain"],
+        rows,
+        [
+            "next_id() is the PL/pgSQL function of uid_fields.sql.postgres "
+            "(an advisory lock and a setval per id, so concurrent sessions never repeat "
+            "an id); a plain sequence is the floor."
+        ],
+    )
+    return [section], {"pg_next_id": times}
+
+
+# -- Django -------------------------------------------------------------------------------
+def _configure_django(default_url: str, shard_urls: list[str]) -> None:
+    import django
+    from django.conf import settings
+
+    def db(url: str) -> dict[str, Any]:
+        parts = urlsplit(url)
+        return {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": parts.path.lstrip("/"),
+            "USER": parts.username or "postgres",
+            "PASSWORD": parts.password or "",
+            "HOST": parts.hostname or "127.0.0.1",
+            "PORT": str(parts.port or 5432),
+        }
+
+    databases = {"default": db(default_url)}
+    databases.update({f"shard_{i}": db(url) for i, url in enumerate(shard_urls)})
+    settings.configure(
+        DATABASES=databases,
+        INSTALLED_APPS=["django.contrib.contenttypes", "uid_fields.django"],
+        DATABASE_ROUTERS=["uid_fields.django.ShardRouter"],
+        USE_TZ=True,
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        UID_FIELDS={
+            "GENERATORS": {
+                "default": {
+                    "kind": "snowflake",
+                    "layout": "twitter",
+                    "epoch": "2024-01-01T00:00:00Z",
+                    "fields": {"datacenter": 1, "worker": 1},
+                },
+                "events": {"kind": "locality", "sequential": False},
+                "events_seq": {"kind": "locality", "sequential": True},
+            },
+            "SHARDS": {"bench8": {"databases": [f"shard_{i}" for i in range(len(shard_urls))]}},
+        },
+    )
+    django.setup()
+
+
+def _django_models() -> dict[str, Any]:
+    from django.db import models
+
+    from uid_fields.django import LocalityUUIDField, ShardedManager, SnowflakeField
+
+    def model(name: str, pk: Any | None, manager: Any | None = None) -> Any:
+        attrs: dict[str, Any] = {
+            "__module__": __name__,
+            "n": models.IntegerField(),
+            "note": models.CharField(max_length=40),
+            "Meta": type("Meta", (), {"app_label": "uidf_bench", "db_table": f"dj_{name}"}),
+        }
+        if pk is not None:
+            attrs["id"] = pk
+        if manager is not None:
+            attrs["objects"] = manager
+        return type(f"Bench{name.title().replace('_', '')}", (models.Model,), attrs)
+
+    return {
+        "snowflake": model("snowflake", SnowflakeField(primary_key=True)),
+        "identity": model("identity", None),
+        "uuid4": model("uuid4", models.UUIDField(primary_key=True, default=uuid.uuid4)),
+        "locality_variable": model(
+            "locality_variable", LocalityUUIDField(primary_key=True, generator="events")
+        ),
+        "locality_sequential": model(
+            "locality_sequential", LocalityUUIDField(primary_key=True, generator="events_seq")
+        ),
+        "sharded": model(
+            "sharded", SnowflakeField(primary_key=True, shards="bench8"), ShardedManager()
+        ),
+    }
+
+
+def run_django(
+    rows: int = 100_000, rounds: int = 3, sharded_rows: int = 4000, gets: int = 300
+) -> tuple[list[Section], dict[str, Any]]:
+    names = ["uidf_bench_django", *[f"uidf_bench_shard_{i}" for i in range(SHARDS)]]
+    with pg_databases(*names) as urls:
+        _configure_django(urls[0], urls[1:])
+        from django.db import connections
+
+        model_of = _django_models()
+        with connections["default"].schema_editor() as editor:
+            for kind in KEYS:
+                editor.create_model(model_of[kind])
+        for i in range(SHARDS):
+            with connections[f"shard_{i}"].schema_editor() as editor:
+                editor.create_model(model_of["sharded"])
+        try:
+            insert_section, times = _django_inserts(model_of, rows, rounds)
+            routed_section, routed = _django_routing(model_of["sharded"], sharded_rows, gets)
+        finally:
+            for alias in connections:
+                connections[alias].close()
+    return [insert_section, routed_section], {"django_pg": times, "routing": routed}
+
+
+def _django_inserts(
+    model_of: dict[str, Any], rows: int, rounds: int
+) -> tuple[Section, dict[str, float]]:
+    from django.db import connections
+
+    def measure(kind: str) -> Callable[[], float]:
+        model = model_of[kind]
+
+        def go() -> float:
+            with connections["default"].cursor() as cursor:
+                cursor.execute(f"TRUNCATE {model._meta.db_table}")
+
+            def insert() -> None:
+                objs = [model(n=i, note="benchmark row") for i in range(rows)]
+                model.objects.bulk_create(objs, batch_size=10_000)
+
+            return timed(insert)
+
+        return go
+
+    samples = alternate([(kind, measure(kind)) for kind in KEYS], rounds)
+    times = {kind: median(samples[kind]) for kind in KEYS}
+    section = Section(
+        "django_pg",
+        f"Django bulk_create of {rows:,} rows (batches of 10,000), PostgreSQL",
+        ["primary key", f"{rows // 1000}k rows, s", "vs BigAutoField"],
+        _ratio_rows(times, "identity"),
+        [
+            "Timed from building the model instances (where uid_fields fills the ids) to "
+            "the last batch; BigAutoField gets its ids back through RETURNING."
+        ],
+    )
+    return section, times
+
+
+def _django_routing(model: Any, rows: int, gets: int) -> tuple[Section, dict[str, Any]]:
+    import random
+
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    objs = [model(n=i, note=f"row {i}") for i in range(rows)]
+    model.objects.bulk_create(objs, batch_size=1000)
+    sample = random.Random(8).sample(objs, gets)
+    aliases = [f"shard_{i}" for i in range(SHARDS)]
+
+    def run(action: Callable[[Any], Any]) -> tuple[float, float]:
+        contexts = [CaptureQueriesContext(connections[a]) for a in aliases]
+        latencies = []
+        for context in contexts:
+            context.__enter__()
+        try:
+            for obj in sample:
+                start = time.perf_counter()
+                action(obj)
+                latencies.append(time.perf_counter() - start)
+        finally:
+            for context in contexts:
+                context.__exit__(None, None, None)
+        queries = sum(len(context.captured_queries) for context in contexts)
+        return median(latencies), queries / len(sample)
+
+    def routed(obj: Any) -> Any:
+        return model.objects.get(pk=obj.pk)
+
+    def fan_out(obj: Any) -> Any:
+        return model.objects.on_all_shards().get(note=obj.note)
+
+    run(routed)  # warm every connection
+    run(fan_out)
+    samples = alternate(
+        [("routed", lambda: run(routed)[0]), ("fan-out", lambda: run(fan_out)[0])], 3
+    )
+    routed_queries = run(routed)[1]
+    fan_queries = run(fan_out)[1]
+    latency = {name: median(values) for name, values in samples.items()}
+    section = Section(
+        "routing",
+        f"Django get() over {SHARDS} PostgreSQL shards ({rows:,} rows, {gets} gets)",
+        ["query", "queries per get", "median latency ms", "vs routed"],
+        [
+            [
+                "objects.get(pk=id): routed by the id",
+                f"{routed_queries:.1f}",
+                f"{latency['routed'] * 1e3:.2f}",
+                "1.00x",
+            ],
+            [
+                "objects.on_all_shards().get(note=...): fan-out",
+                f"{fan_queries:.1f}",
+                f"{latency['fan-out'] * 1e3:.2f}",
+                f"{latency['fan-out'] / latency['routed']:.2f}x",
+            ],
+        ],
+    )
+    return section, {
+        "latency": latency,
+        "queries": {"routed": routed_queries, "fan-out": fan_queries},
+    }
