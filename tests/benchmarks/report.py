@@ -1,0 +1,236 @@
+"""The benchmark report: targets with their status, tables as text and Markdown, a chart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .harness import Section
+
+__all__ = ["chart", "markdown", "targets", "text_table"]
+
+GEN = "uid_fields snowflake (twitter)"
+LIMIT = 4096 * 1000
+
+# Why a target can miss, written next to it in the report when it does.
+CAUSES = {
+    "django_insert": (
+        "bulk_create with a Snowflake key sends one more bound parameter per row than "
+        "BigAutoField (the id), and Django builds those ids in Python; BigAutoField pays a "
+        "RETURNING instead. On loopback the parameter cost wins by a few percent."
+    ),
+    "sqla_insert": (
+        "the Snowflake rows carry one more bound parameter per row (the id) than the "
+        "identity rows, whose ids the server makes; on loopback that is the difference."
+    ),
+}
+
+
+def _pct(value: float) -> str:
+    return f"{value:.1%}"
+
+
+def targets(data: dict[str, Any]) -> Section:
+    """Every target of the design with its measured value and whether it was met."""
+    rows: list[list[str]] = []
+    causes: list[str] = []
+
+    def add(target: str, measured: str, met: bool, cause: str = "") -> None:
+        rows.append([target, measured, "met" if met else "NOT MET"])
+        if not met and cause:
+            causes.append(f"{target}: {cause}")
+
+    single = data.get("single")
+    if single:
+        ours = single[GEN]
+        peer = single.get("snowflake-id")
+        if peer:
+            add(
+                "thread-safe next_id() faster than snowflake-id",
+                f"{ours / 1e6:.2f} vs {peer / 1e6:.2f} M ids/s ({ours / peer:.2f}x)",
+                ours > peer,
+            )
+        add(
+            "next_id() >= 90% of the layout limit (4.096M ids/s)",
+            _pct(ours / LIMIT),
+            ours >= 0.9 * LIMIT,
+        )
+        batched = data["batched"][GEN]
+        add("next_ids() >= 95% of the layout limit", _pct(batched / LIMIT), batched >= 0.95 * LIMIT)
+        uuid4 = single["stdlib uuid.uuid4"]
+        for name in (
+            "uid_fields locality (variable)",
+            "uid_fields locality (sequential)",
+            "uid_fields decimal",
+        ):
+            add(
+                f"{name.removeprefix('uid_fields ')} >= uuid4",
+                f"{single[name] / uuid4:.2f}x uuid4",
+                single[name] >= uuid4,
+            )
+    for key, label, cause in (
+        ("django_pg", "Django bulk_create", "django_insert"),
+        ("sqla_pg", "SQLAlchemy Core insert", "sqla_insert"),
+    ):
+        times = data.get(key)
+        if times:
+            ratio = times["snowflake"] / times["identity"]
+            add(
+                f"{label}: Snowflake key <= identity in time (PostgreSQL)",
+                f"{ratio:.2f}x",
+                ratio <= 1.0,
+                CAUSES[cause],
+            )
+    sizes = data.get("index_size")
+    if sizes:
+        add(
+            "Snowflake pk index <= bigserial",
+            f"{sizes['snowflake'] / 2**20:.1f} vs {sizes['identity'] / 2**20:.1f} MiB",
+            sizes["snowflake"] <= sizes["identity"],
+        )
+        add(
+            "Snowflake pk index < uuid4",
+            f"{sizes['snowflake'] / 2**20:.1f} vs {sizes['uuid4'] / 2**20:.1f} MiB",
+            sizes["snowflake"] < sizes["uuid4"],
+        )
+    routing = data.get("routing")
+    if routing:
+        queries = routing["queries"]
+        add(
+            "get(pk) over 8 shards runs 1 query, not 8",
+            f"{queries['routed']:.1f} routed vs {queries['fan-out']:.1f} fan-out",
+            queries["routed"] <= 1.0,
+        )
+    return Section("targets", "Targets", ["target", "measured", "status"], rows, causes)
+
+
+def text_table(section: Section) -> str:
+    table = [section.columns, *[[str(cell) for cell in row] for row in section.rows]]
+    widths = [max(len(row[i]) for row in table) for i in range(len(section.columns))]
+    lines = [section.title, "-" * len(section.title)]
+    for index, row in enumerate(table):
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+        if index == 0:
+            lines.append("  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def _md_table(section: Section) -> str:
+    def cells(row: Sequence[Any]) -> str:
+        return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in row) + " |"
+
+    lines = [cells(section.columns), "|" + "---|" * len(section.columns)]
+    lines += [cells(row) for row in section.rows]
+    return "\n".join(lines)
+
+
+def markdown(
+    sections: Sequence[Section],
+    *,
+    date: str,
+    machine: dict[str, str],
+    versions: dict[str, str],
+    chart_path: str | None,
+    skipped: Sequence[str],
+    elapsed: float,
+    analysis: str,
+) -> str:
+    out = [
+        "# Benchmarks",
+        "",
+        "Written by `make bench` (`python -m tests.benchmarks`) from its last run; do not "
+        "edit by hand. Each comparison runs its candidates alternately in one process, "
+        "several rounds, and shows the median; ratios are what to read, since absolute "
+        "numbers move with the machine.",
+        "",
+        f"- **Run:** {date} ({elapsed:.0f} s)",
+        f"- **Machine:** {machine['cpu']}, {machine['cores']} cores, {machine['os']}",
+        f"- **Python:** {machine['python']}",
+        "- **Packages:** " + ", ".join(f"{k} {v}" for k, v in versions.items()),
+    ]
+    if skipped:
+        out.append("- **Skipped:** " + "; ".join(skipped))
+    out.append("")
+    if chart_path:
+        out += [f"![benchmark chart]({chart_path})", ""]
+    for section in sections:
+        out += [f"## {section.title}", "", _md_table(section), ""]
+        for note in section.notes:
+            out += [note, ""]
+    out += [analysis.strip(), ""]
+    return "\n".join(out)
+
+
+def chart(data: dict[str, Any], path: Path) -> bool:
+    """A PNG of the headline numbers; False if matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    panels = [key for key in ("single", "threads", "inserts", "index_size") if _has(data, key)]
+    if not panels:
+        return False
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(9, 3.6 * len(panels)), squeeze=False, layout="constrained"
+    )
+    for ax, key in zip(axes[:, 0], panels, strict=True):
+        if key == "single":
+            items = sorted(data["single"].items(), key=lambda kv: kv[1])
+            colors = [
+                "tab:blue" if data["kinds"][name] == "uid_fields" else "tab:gray"
+                for name, _ in items
+            ]
+            ax.barh([n for n, _ in items], [v / 1e6 for _, v in items], color=colors)
+            ax.axvline(LIMIT / 1e6, color="tab:red", linestyle="--", label="Twitter layout limit")
+            ax.set_xlabel("M ids/s, one thread, next_id() (blue: uid_fields)")
+            ax.legend(loc="lower right")
+            ax.tick_params(axis="y", labelsize=8)
+        elif key == "threads":
+            for name, by_count in data["threads"].items():
+                if data["kinds"].get(name) == "uid_fields" and "uncapped" in name:
+                    continue
+                counts = sorted(by_count)
+                style = "-" if data["kinds"].get(name) == "uid_fields" else ":"
+                ax.plot(counts, [by_count[c] / 1e6 for c in counts], style, marker="o", label=name)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(next(iter(data["threads"].values()))))
+            ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+            ax.set_xlabel("threads sharing one generator")
+            ax.set_ylabel("aggregate M ids/s")
+            ax.legend(fontsize=6, ncol=2)
+        elif key == "inserts":
+            groups = [k for k in ("django_pg", "sqla_pg", "sqla_mysql") if data.get(k)]
+            kinds = list(data[groups[0]])
+            width = 0.8 / len(groups)
+            for index, group in enumerate(groups):
+                times = data[group]
+                ax.bar(
+                    [i + index * width for i in range(len(kinds))],
+                    [times[k] / times["identity"] for k in kinds],
+                    width,
+                    label=group,
+                )
+            ax.set_xticks([i + width * (len(groups) - 1) / 2 for i in range(len(kinds))])
+            ax.set_xticklabels([k.replace("_", "\n") for k in kinds], fontsize=8)
+            ax.axhline(1.0, color="black", linewidth=0.8)
+            ax.set_ylabel("insert time vs identity key")
+            ax.legend()
+        elif key == "index_size":
+            sizes = data["index_size"]
+            ax.bar([k.replace("_", "\n") for k in sizes], [v / 2**20 for v in sizes.values()])
+            ax.set_ylabel("PostgreSQL pk index, MiB")
+            ax.tick_params(axis="x", labelsize=8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _has(data: dict[str, Any], key: str) -> bool:
+    if key == "inserts":
+        return any(data.get(k) for k in ("django_pg", "sqla_pg", "sqla_mysql"))
+    return bool(data.get(key))
