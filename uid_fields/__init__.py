@@ -4,9 +4,12 @@ from . import locality, uniqid
 from .clock import Clock, ManualClock, SystemClock
 from .errors import (
     ClockMovedBackwardsError,
+    CoordinatorUnavailableError,
     ForkedGeneratorError,
     LayoutExhaustedError,
+    LeaseLostError,
     UidFieldsError,
+    WorkerIdsExhaustedError,
 )
 from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
 from .layouts import (
@@ -21,9 +24,10 @@ from .layouts import (
     SnowflakeLayout,
 )
 from .locality import LocalityUUIDGenerator
+from .sequences import RedisSequence
 from .shards import ShardMap
 from .uniqid import UniqIdGenerator
-from .workers import FromEnv
+from .workers import DatabaseLease, FromEnv, RedisLease
 
 __all__ = [
     "DECIMAL",
@@ -35,13 +39,18 @@ __all__ = [
     "TWITTER",
     "Clock",
     "ClockMovedBackwardsError",
+    "CoordinatorUnavailableError",
+    "DatabaseLease",
     "DecimalGenerator",
     "DecimalLayout",
     "ForkedGeneratorError",
     "FromEnv",
     "LayoutExhaustedError",
+    "LeaseLostError",
     "LocalityUUIDGenerator",
     "ManualClock",
+    "RedisLease",
+    "RedisSequence",
     "ShardMap",
     "ShardedIdGenerator",
     "SnowflakeGenerator",
@@ -49,6 +58,7 @@ __all__ = [
     "SystemClock",
     "UidFieldsError",
     "UniqIdGenerator",
+    "WorkerIdsExhaustedError",
     "locality",
     "uniqid",
 ]

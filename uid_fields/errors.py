@@ -4,9 +4,12 @@ from __future__ import annotations
 
 __all__ = [
     "ClockMovedBackwardsError",
+    "CoordinatorUnavailableError",
     "ForkedGeneratorError",
     "LayoutExhaustedError",
+    "LeaseLostError",
     "UidFieldsError",
+    "WorkerIdsExhaustedError",
 ]
 
 
@@ -33,3 +36,23 @@ class LayoutExhaustedError(UidFieldsError, OverflowError):
 
 class ForkedGeneratorError(UidFieldsError, RuntimeError):
     """A forked child inherited a generator whose node id is fixed (shared with the parent)."""
+
+
+class LeaseLostError(UidFieldsError, RuntimeError):
+    """A leased node id was not renewed in time (or was taken): the generator is fenced.
+
+    No id was issued. The lease keeps trying to claim a fresh id in the background; the
+    generator resumes on its own once one is held.
+    """
+
+
+class WorkerIdsExhaustedError(UidFieldsError, RuntimeError):
+    """Every id of a node field's range is leased by a live holder."""
+
+    def __init__(self, message: str, *, count: int) -> None:
+        self.count = count
+        super().__init__(message)
+
+
+class CoordinatorUnavailableError(UidFieldsError, ConnectionError):
+    """The Redis server or database that hands out node ids could not be reached."""

@@ -4,6 +4,14 @@ Every integer generator hands out the ids of the current time unit from a
 precomputed ``range`` iterator. ``next()`` on it is atomic under the GIL, so the fast
 path takes no lock; the lock is only taken to start the block of a new time unit, to
 wait out a full one, or to apply the clock policy.
+
+Fencing: when a node value comes from a lease (``RedisLease``, ``DatabaseLease``), the
+generator asks the lease whether it is still safe at the start of every time unit's
+block and in every ``next_ids`` call, never per id. A lease stops being safe at its
+deadline, a safety margin before it can expire and be claimed elsewhere; after the
+deadline the lock-free fast path can still hand out ids of the time unit that had
+already started (at most one unit, e.g. 1 ms), and nothing later. Lease margins are
+chosen far larger than a time unit (see ``uid_fields.workers``).
 """
 
 from __future__ import annotations
@@ -19,8 +27,9 @@ from typing import Any, Literal
 from .clock import Clock, system_clock
 from .errors import ClockMovedBackwardsError, ForkedGeneratorError, LayoutExhaustedError
 from .layouts import DecimalLayout, DecimalParts, IntLayout, SnowflakeLayout, SnowflakeParts
+from .sequences import SequenceSource
 from .timeutil import format_ms
-from .workers import NodeValue, resolve_node
+from .workers import FencedSource, NodeValue, resolve_node
 
 __all__ = [
     "DecimalGenerator",
@@ -55,6 +64,12 @@ class _BlockGenerator:
     """Shared machinery: one block of ids per time unit, refilled under a lock."""
 
     layout: IntLayout
+    # Leased node fields, checked at each new time unit and in next_ids (fencing), and
+    # the values of them that the current block uses.
+    _fenced: tuple[tuple[str, FencedSource], ...] = ()
+    _leased: dict[str, int] = {}  # replaced per instance, never mutated
+    # How many ids the caller wants now: a hint for sequence sources that reserve blocks.
+    _want = 1
 
     def __init__(
         self,
@@ -92,9 +107,32 @@ class _BlockGenerator:
     def _block(self, unit: int) -> range:
         raise NotImplementedError
 
+    def _more(self, unit: int, want: int) -> range:
+        """More ids of ``unit`` once its block ran out; empty when the unit is full."""
+        return range(0)
+
     def _refresh_node_after_fork(self) -> bool:
         """Take a new node identity in a forked child; False if it cannot."""
         return False
+
+    def _reresolve_node(self) -> None:
+        """Adopt the values leased node sources hold now (subclasses with leases)."""
+        raise NotImplementedError
+
+    def _check_fence_locked(self) -> None:
+        """Raise ``LeaseLostError`` unless every leased node value is still safe to use.
+
+        A lease that now holds a freshly claimed value changes the node: the rest of the
+        current unit's block is dropped, so ids with the new node start at a later unit
+        than any this generator issued before (or at the current unit, built afresh).
+        """
+        changed = False
+        for name, source in self._fenced:
+            if source.current(name) != self._leased.get(name):
+                changed = True
+        if changed:
+            self._reresolve_node()
+            self._it = _EMPTY
 
     # -- public API ----------------------------------------------------------------------
     def next_id(self) -> int:
@@ -109,6 +147,10 @@ class _BlockGenerator:
                 value = next(self._it, None)
                 if value is not None:
                     return value
+                self._it = iter(self._more(self._unit, 1))
+                value = next(self._it, None)
+                if value is not None:
+                    return value
                 self._wait_next_unit_locked()
 
     def next_ids(self, count: int) -> list[int]:
@@ -116,12 +158,22 @@ class _BlockGenerator:
         count = _check_count(count)
         out: list[int] = []
         with self._lock:
-            while True:
-                self._sync_block_locked()
-                out.extend(islice(self._it, count - len(out)))
-                if len(out) >= count:
-                    return out
-                self._wait_next_unit_locked()
+            if self._fenced:
+                self._check_fence_locked()
+            try:
+                while True:
+                    self._want = count - len(out)
+                    self._sync_block_locked()
+                    out.extend(islice(self._it, count - len(out)))
+                    if len(out) >= count:
+                        return out
+                    more = self._more(self._unit, count - len(out))
+                    if more:
+                        self._it = iter(more)
+                        continue
+                    self._wait_next_unit_locked()
+            finally:
+                self._want = 1
 
     # -- locked helpers ------------------------------------------------------------------
     def _sync_block_locked(self) -> None:
@@ -142,6 +194,8 @@ class _BlockGenerator:
                     )
                 if unit < 0:
                     raise ValueError("the clock is before the layout's epoch")
+                if self._fenced:
+                    self._check_fence_locked()
                 self._it = iter(self._block(unit))
                 self._unit = unit
                 return
@@ -176,6 +230,10 @@ class SnowflakeGenerator(_BlockGenerator):
 
     Sequence overflow waits for the next time unit; a clock that goes back up to
     ``max_backward_ms`` is waited out, further is a ``ClockMovedBackwardsError``.
+
+    ``sequence=RedisSequence(url)`` takes the sequence from Redis instead of this
+    process, so many processes can share one node id; ``next_ids(n)`` reserves its ids
+    in one round trip.
     """
 
     layout: SnowflakeLayout
@@ -187,10 +245,14 @@ class SnowflakeGenerator(_BlockGenerator):
         clock: Clock | None = None,
         max_backward_ms: float = 10,
         on_fork: OnFork = "raise",
+        sequence: SequenceSource | None = None,
         **fields: NodeValue,
     ) -> None:
         if not isinstance(layout, SnowflakeLayout):
             raise TypeError(f"layout must be a SnowflakeLayout, got {layout!r}")
+        if sequence is not None and not isinstance(sequence, SequenceSource):
+            raise TypeError(f"sequence must be a sequence source, got {sequence!r}")
+        self._sequence = sequence
         self._sources = dict(fields)
         self.node = self._resolve_node(layout)
         super().__init__(layout, clock=clock, max_backward_ms=max_backward_ms, on_fork=on_fork)
@@ -201,20 +263,45 @@ class SnowflakeGenerator(_BlockGenerator):
             for name, source in self._sources.items()
         }
         self._node_bits = layout.node_bits(node)
+        self._fenced = tuple(
+            (name, s) for name, s in self._sources.items() if isinstance(s, FencedSource)
+        )
+        self._leased = {name: node[name] for name, _ in self._fenced}
+        self._space = (
+            f"{layout.epoch_ms}:{layout.time_shift}:{layout.sequence_shift}:{self._node_bits}"
+        )
         return node
 
-    def _refresh_node_after_fork(self) -> bool:
-        sources = self._sources.values()
-        if not sources or not all(getattr(s, "per_process", False) for s in sources):
-            return False
+    def _reresolve_node(self) -> None:
         self.node = self._resolve_node(self.layout)
-        return True
+
+    def _refresh_node_after_fork(self) -> bool:
+        # One per-process source (a lease) makes the whole node unique per process.
+        if any(getattr(s, "per_process", False) for s in self._sources.values()):
+            try:
+                self.node = self._resolve_node(self.layout)
+            except Exception:
+                if not self._fenced:
+                    return False
+                # The lease claims again before this child's first id, or fences it.
+            return True
+        # A shared sequence (RedisSequence) keeps processes with one node id apart.
+        return self._sequence is not None and self._sequence.shared
 
     def _block(self, unit: int) -> range:
         layout = self.layout
         start = (unit << layout.time_shift) | self._node_bits
         step = 1 << layout.sequence_shift
-        return range(start, start + (layout.max_sequence + 1) * step, step)
+        if self._sequence is None:
+            return range(start, start + (layout.max_sequence + 1) * step, step)
+        seq = self._sequence.reserve(self._space, unit, self._want, layout.max_sequence + 1)
+        return range(start + seq.start * step, start + seq.stop * step, step)
+
+    def _more(self, unit: int, want: int) -> range:
+        if self._sequence is None:
+            return range(0)
+        self._want = want
+        return self._block(unit)
 
     def decompose(self, value: object) -> SnowflakeParts:
         return self.layout.decompose(value)
@@ -238,6 +325,7 @@ class ShardedIdGenerator:
         layout: SnowflakeLayout,
         *,
         shard_field: str = "shard",
+        key_hash: Literal["modulo", "mixed"] = "modulo",
         clock: Clock | None = None,
         max_backward_ms: float = 10,
         on_fork: OnFork = "raise",
@@ -245,6 +333,9 @@ class ShardedIdGenerator:
     ) -> None:
         if not isinstance(layout, SnowflakeLayout):
             raise TypeError(f"layout must be a SnowflakeLayout, got {layout!r}")
+        if key_hash not in ("modulo", "mixed"):
+            raise ValueError(f"key_hash must be 'modulo' or 'mixed', got {key_hash!r}")
+        self.key_hash = key_hash
         if shard_field not in layout.field_names:
             raise ValueError(
                 f"layout has no {shard_field!r} field to carry the shard; its fields are "
@@ -270,9 +361,18 @@ class ShardedIdGenerator:
         self._lock = threading.Lock()  # the per-shard generators reset themselves
 
     def shard_for_key(self, shard_key: object) -> int:
-        """The logical shard of a shard key: ``key % 2**shard_bits``."""
+        """The logical shard of a shard key: ``key % 2**shard_bits``, as Instagram does.
+
+        With ``key_hash="mixed"`` the key is first mixed by a stable hash: needed when
+        keys are themselves snowflakes, whose low bits (the sequence) are mostly 0 at
+        low traffic and would crowd a few logical shards.
+        """
         if isinstance(shard_key, bool) or not isinstance(shard_key, int):
             raise TypeError(f"shard_key must be an int, got {shard_key!r}")
+        if self.key_hash == "mixed":
+            from .shards import mix64
+
+            shard_key = mix64(shard_key)
         return shard_key % self.logical_shards
 
     def _shard(self, shard: int | None, shard_key: object) -> int:
@@ -347,6 +447,9 @@ class DecimalGenerator(_BlockGenerator):
             raise TypeError(f"layout must be a DecimalLayout, got {layout!r}")
         self._server_source = server
         self.server = resolve_node(server, field="server", bits=None, maximum=layout.max_server)
+        if isinstance(server, FencedSource):
+            self._fenced = (("server", server),)
+            self._leased = {"server": self.server}
         self._random = random.Random()
         super().__init__(layout, clock=clock, max_backward_ms=max_backward_ms, on_fork=on_fork)
 
@@ -358,10 +461,18 @@ class DecimalGenerator(_BlockGenerator):
         self._random = random.Random()
         if not getattr(self._server_source, "per_process", False):
             return False
+        try:
+            self._reresolve_node()
+        except Exception:
+            return bool(self._fenced)  # a lease claims again before the first id, or fences
+        return True
+
+    def _reresolve_node(self) -> None:
         self.server = resolve_node(
             self._server_source, field="server", bits=None, maximum=self.layout.max_server
         )
-        return True
+        if self._fenced:
+            self._leased = {"server": self.server}
 
     def _block(self, unit: int) -> range:
         layout = self.layout

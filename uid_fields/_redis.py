@@ -1,0 +1,57 @@
+"""Redis plumbing shared by the Redis lease and the Redis sequence (redis-py, imported lazily)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .errors import CoordinatorUnavailableError
+
+if TYPE_CHECKING:
+    import redis
+
+__all__ = ["connection_errors", "redact", "redis_client", "unavailable"]
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and reprs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def redis_client(url: str, timeout: float) -> redis.Redis:
+    """A client that fails fast (no retries): callers decide what a failure means."""
+    try:
+        import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ImportError(
+            "Redis leases and sequences need redis-py: pip install 'uid-fields[redis]'"
+        ) from exc
+    return redis.Redis.from_url(
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def connection_errors() -> tuple[type[BaseException], ...]:
+    import redis
+
+    return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+
+
+def unavailable(url: str, exc: BaseException, what: str, fallback: str) -> Any:
+    """The error raised when the Redis server at ``url`` cannot be reached."""
+    return CoordinatorUnavailableError(
+        f"cannot reach Redis at {redact(url)} for {what} ({type(exc).__name__}: {exc}). "
+        f"Start it or fix the URL; {fallback}"
+    )
