@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: test test-compat demo lint format clean
+.PHONY: test test-compat demo serve lint format clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,8 +32,16 @@ test-compat: $(COMPAT)/.installed
 	$(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django tests/sqlalchemy $(PYTEST_ARGS)
 	UID_FIELDS_TEST_DB=postgres $(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django $(PYTEST_ARGS)
 
+# Every id scheme generated and decoded, then the example shop on four SQLite shards
+# (EXAMPLE_DB=postgres or EXAMPLE_DB=mysql for server shards).
 demo: $(STAMP)
 	$(BIN)/python example_project/core_demo.py
+	$(BIN)/python example_project/demo.py
+
+# The shop's admin on http://127.0.0.1:8000/admin/ (make demo prints the login).
+serve: $(STAMP)
+	$(BIN)/python example_project/manage.py uid_fields migrate-all
+	$(BIN)/python example_project/manage.py runserver 127.0.0.1:8000
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -245,3 +245,22 @@ class TestDecimalGenerator:
     def test_server_out_of_range(self) -> None:
         with pytest.raises(ValueError, match=r"server=10 is out of range 0\.\.9"):
             DecimalGenerator(DECIMAL, server=10)
+
+
+def test_mixed_key_hash_spreads_snowflake_keys() -> None:
+    # Snowflake customer ids made one per few ms all have sequence 0: their low 13
+    # bits are nearly constant, so key % 8192 crowds one logical shard.
+    clock = ManualClock(NOW_MS)
+    customers = SnowflakeGenerator(TWITTER, worker=2, clock=clock)
+    keys = []
+    for _ in range(200):
+        keys.append(customers.next_id())
+        clock.advance_ms(3)
+    plain = ShardedIdGenerator(INSTAGRAM, clock=clock)
+    mixed = ShardedIdGenerator(INSTAGRAM, clock=clock, key_hash="mixed")
+    assert len({plain.shard_for_key(k) for k in keys}) == 1
+    spread = {mixed.shard_for_key(k) * 4 // 8192 for k in keys}
+    assert spread == {0, 1, 2, 3}
+    assert mixed.shard_for_key(keys[0]) == mixed.shard_for_key(keys[0])
+    with pytest.raises(ValueError, match="key_hash"):
+        ShardedIdGenerator(INSTAGRAM, key_hash="sha1")  # type: ignore[arg-type]

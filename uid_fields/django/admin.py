@@ -200,6 +200,7 @@ class ShardedAdminMixin:
         if "queryset" not in kwargs and alias is not None and sharded_pk(related) is not None:
             # Only rows on this object's shard can be related to it.
             kwargs["queryset"] = related._default_manager.using(alias)
+            kwargs.setdefault("using", alias)  # raw_id_fields widgets look labels up there
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         self._related_choices(db_field, kwargs)

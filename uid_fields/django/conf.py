@@ -102,8 +102,13 @@ def _node_value(name: str, value: Any) -> Any:
     if isinstance(value, Mapping):
         if "env" in value:
             return FromEnv(str(value["env"]))
+        if "lease" in value:
+            from .leases import lease_from_settings
+
+            return lease_from_settings(name, value)
         raise ValueError(
-            f"unknown source for field {name!r}: {dict(value)!r} (use an int or {{'env': 'VAR'}})"
+            f"unknown source for field {name!r}: {dict(value)!r} (use an int, "
+            "{'env': 'VAR'} or {'lease': 'redis' | 'database', ...})"
         )
     return value
 
@@ -161,7 +166,11 @@ def build_generator(name: str, config: Mapping[str, Any]) -> Generator:
         raise ValueError(f"generator {name!r}: kind {kind!r} needs a bit layout, not {layout!r}")
     if kind == "sharded":
         return ShardedIdGenerator(
-            layout, shard_field=config.get("shard_field", "shard"), **options, **fields
+            layout,
+            shard_field=config.get("shard_field", "shard"),
+            key_hash=config.get("key_hash", "modulo"),
+            **options,
+            **fields,
         )
     return SnowflakeGenerator(layout, **options, **fields)
 
