@@ -21,7 +21,7 @@ from django.db import models
 from django.db.models.signals import post_init
 from django.utils.translation import gettext_lazy as _
 
-from ..generators import ShardedIdGenerator
+from ..generators import DecimalGenerator, ShardedIdGenerator
 from ..layouts import IntLayout
 from ..shards import ShardMap
 from . import conf
@@ -291,10 +291,16 @@ class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[type-arg]
     description = _("64-bit id")
 
     def get_internal_type(self) -> str:
-        config = conf.conf.GENERATORS.get(self.generator_name, {})
-        if config.get("kind") == "decimal":
-            return "PositiveBigIntegerField"  # 20 digits need unsigned on MySQL/MariaDB
-        return "BigIntegerField"
+        # Django asks for every value it binds: answer from the generator already built
+        # (that cache is cleared when the setting changes) before reading the settings.
+        built = conf._generators.get(self.generator_name)
+        if built is not None:
+            decimal = isinstance(built, DecimalGenerator)
+        else:
+            config = conf.conf.GENERATORS.get(self.generator_name, {})
+            decimal = config.get("kind") == "decimal"
+        # 20 digits need unsigned on MySQL/MariaDB
+        return "PositiveBigIntegerField" if decimal else "BigIntegerField"
 
     def rel_db_type(self, connection: BaseDatabaseWrapper) -> Any:
         return (
