@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: test test-compat demo serve lint format clean
+.PHONY: test test-compat demo serve lint format clean bench
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/python example_project/manage.py uid_fields migrate-all
 	$(BIN)/python example_project/manage.py runserver 127.0.0.1:8000
+
+# Benchmarks against the peer packages, with the servers of `make test`: prints the
+# tables, writes docs/benchmarks.md and its chart. BENCH_ARGS="--only gen --no-write".
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m tests.benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from uid_fields import TWITTER
+from uid_fields import TWITTER, SnowflakeGenerator
 
 from .harness import Section, alternate, median, rate
 
@@ -26,8 +26,6 @@ BLOCK = 1000
 def _sequence_generator(url: str) -> tuple[Any, str] | None:
     try:
         from uid_fields.sequences import RedisSequence  # type: ignore[import-not-found,unused-ignore]
-
-        from uid_fields import SnowflakeGenerator
     except ImportError:
         return None
     sequence = RedisSequence(url)

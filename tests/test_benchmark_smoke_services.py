@@ -1,0 +1,49 @@
+"""The database and Redis benchmarks at toy sizes, in a subprocess (they configure
+Django their own way), against the real servers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import services
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.services
+def test_database_and_redis_benchmarks_run() -> None:
+    for connect in (services.postgres_connection, services.mysql_connection):
+        connect().close()
+    services.redis_client().close()
+    process = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.benchmarks",
+            "--quick",
+            "--no-write",
+            "--only",
+            "pg,mysql,django,redis",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert process.returncode == 0, process.stderr[-3000:]
+    for title in (
+        "SQLAlchemy Core insert",
+        "primary key index",
+        "database-side ids",
+        "Django bulk_create",
+        "Django get()",
+        "Redis",
+        "Targets",
+    ):
+        assert title in process.stdout, title
+    assert "skipped" not in process.stderr
