@@ -140,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     sections, data, skipped = run(groups, args.quick)
     goals = report.targets(data)
     print(report.text_table(goals))
+    for note in goals.notes:
+        print(f"- {note}")
     if args.no_write:
         return 0
     image = args.out.parent / "images" / "benchmarks.png"
