@@ -253,6 +253,7 @@ class SnowflakeGenerator(_BlockGenerator):
         if sequence is not None and not isinstance(sequence, SequenceSource):
             raise TypeError(f"sequence must be a sequence source, got {sequence!r}")
         self._sequence = sequence
+        self._full_unit = -1
         self._sources = dict(fields)
         self.node = self._resolve_node(layout)
         super().__init__(layout, clock=clock, max_backward_ms=max_backward_ms, on_fork=on_fork)
@@ -294,11 +295,14 @@ class SnowflakeGenerator(_BlockGenerator):
         step = 1 << layout.sequence_shift
         if self._sequence is None:
             return range(start, start + (layout.max_sequence + 1) * step, step)
-        seq = self._sequence.reserve(self._space, unit, self._want, layout.max_sequence + 1)
+        limit = layout.max_sequence + 1
+        seq = self._sequence.reserve(self._space, unit, self._want, limit)
+        if not seq or seq.stop >= limit:
+            self._full_unit = unit  # no round trip to learn it again
         return range(start + seq.start * step, start + seq.stop * step, step)
 
     def _more(self, unit: int, want: int) -> range:
-        if self._sequence is None:
+        if self._sequence is None or self._full_unit == unit:
             return range(0)
         self._want = want
         return self._block(unit)
