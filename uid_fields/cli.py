@@ -11,25 +11,10 @@ from typing import Any
 
 from . import locality, uniqid
 from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
-from .layouts import (
-    DECIMAL,
-    DECIMAL_SQL,
-    DISCORD,
-    INSTAGRAM,
-    PHP_REDIS,
-    SONYFLAKE,
-    TWITTER,
-    DecimalLayout,
-    IntLayout,
-    SnowflakeLayout,
-)
+from .layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 from .timeutil import parse_instant
 
-LAYOUTS: dict[str, IntLayout] = {
-    layout.name: layout  # type: ignore[misc]
-    for layout in (TWITTER, INSTAGRAM, SONYFLAKE, DISCORD, PHP_REDIS, DECIMAL, DECIMAL_SQL)
-}
-SCHEMES = [*LAYOUTS, "locality", "uniqid"]
+SCHEMES = [*PRESETS, "locality", "uniqid"]
 
 
 class CliError(Exception):
@@ -37,7 +22,7 @@ class CliError(Exception):
 
 
 def _layout(args: argparse.Namespace) -> IntLayout:
-    layout = LAYOUTS[args.layout]
+    layout = PRESETS[args.layout]
     if args.epoch is not None:
         layout = layout.replace(epoch_ms=parse_instant(args.epoch))
     return layout

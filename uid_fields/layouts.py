@@ -20,6 +20,7 @@ __all__ = [
     "DISCORD",
     "INSTAGRAM",
     "PHP_REDIS",
+    "PRESETS",
     "SONYFLAKE",
     "TWITTER",
     "DecimalLayout",
@@ -153,11 +154,32 @@ class IntLayout:
     def decompose(self, value: object) -> Parts:
         raise NotImplementedError
 
-    def replace(self, **changes: Any) -> Self:
-        raise NotImplementedError
-
     def diagram(self) -> str:
         raise NotImplementedError
+
+    # -- value semantics: a layout is its constructor parameters -------------------------
+    def _params(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def replace(self, **changes: Any) -> Self:
+        """The same layout with some parameters changed (epoch_ms, fields, ...)."""
+        params = self._params()
+        unknown = set(changes) - set(params)
+        if unknown:
+            raise TypeError(f"replace() got unknown parameter(s) {sorted(unknown)}")
+        return type(self)(**(params | changes))
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(v for k, v in self._params().items() if k != "name")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, IntLayout)
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key()))
 
 
 class Parts(Protocol):
@@ -171,10 +193,32 @@ class Parts(Protocol):
     def as_dict(self) -> dict[str, Any]: ...
 
 
-class SnowflakeParts:
+class _IntParts:
+    """A decoded integer id: equal to another when the id and its layout are."""
+
+    __slots__ = ("layout", "timestamp_ms", "value")
+    value: int
+    timestamp_ms: int
+    layout: IntLayout
+
+    @property
+    def datetime(self) -> datetime:
+        return datetime_from_ms(self.timestamp_ms)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _IntParts)
+        return (self.value, self.layout) == (other.value, other.layout)
+
+    def __hash__(self) -> int:
+        return hash((self.value, self.layout))
+
+
+class SnowflakeParts(_IntParts):
     """A decoded snowflake: time, sequence and one attribute per node field."""
 
-    __slots__ = ("fields", "layout", "sequence", "timestamp_ms", "value")
+    __slots__ = ("fields", "sequence")
 
     def __init__(
         self,
@@ -196,10 +240,6 @@ class SnowflakeParts:
         except KeyError:
             raise AttributeError(name) from None
 
-    @property
-    def datetime(self) -> datetime:
-        return datetime_from_ms(self.timestamp_ms)
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.value,
@@ -208,14 +248,6 @@ class SnowflakeParts:
             **self.fields,
             "sequence": self.sequence,
         }
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SnowflakeParts):
-            return NotImplemented
-        return (self.value, self.layout) == (other.value, other.layout)
-
-    def __hash__(self) -> int:
-        return hash((self.value, self.layout))
 
     def __repr__(self) -> str:
         fields = "".join(f", {k}={v}" for k, v in self.fields.items())
@@ -368,21 +400,8 @@ class SnowflakeLayout(IntLayout):
         low = unit << self.time_shift
         return low, low | ((1 << self.time_shift) - 1)
 
-    # -- value semantics -----------------------------------------------------------------
-    def _key(self) -> tuple[Any, ...]:
-        return (
-            self.epoch_ms,
-            self.time_bits,
-            self.fields,
-            self.sequence_bits,
-            self.time_unit_ms,
-            self.low_fields,
-            self.unsigned,
-        )
-
-    def replace(self, **changes: Any) -> Self:
-        """The same layout with some parameters changed (epoch_ms, fields, ...)."""
-        params: dict[str, Any] = {
+    def _params(self) -> dict[str, Any]:
+        return {
             "epoch_ms": self.epoch_ms,
             "fields": self.fields,
             "time_bits": self.time_bits,
@@ -392,19 +411,6 @@ class SnowflakeLayout(IntLayout):
             "unsigned": self.unsigned,
             "name": self.name,
         }
-        unknown = set(changes) - set(params)
-        if unknown:
-            raise TypeError(f"replace() got unknown parameter(s) {sorted(unknown)}")
-        params.update(changes)
-        return type(self)(**params)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SnowflakeLayout):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
 
     def __repr__(self) -> str:
         parts = [f"epoch_ms={self.epoch_ms}", f"time_bits={self.time_bits}"]
@@ -433,10 +439,10 @@ class SnowflakeLayout(IntLayout):
         return " | ".join(cells)
 
 
-class DecimalParts:
+class DecimalParts(_IntParts):
     """A decoded decimal id: time, random digits, server digits."""
 
-    __slots__ = ("layout", "random", "server", "timestamp_ms", "value")
+    __slots__ = ("random", "server")
 
     def __init__(
         self, value: int, timestamp_ms: int, random: int, server: int, layout: DecimalLayout
@@ -447,10 +453,6 @@ class DecimalParts:
         self.server = server
         self.layout = layout
 
-    @property
-    def datetime(self) -> datetime:
-        return datetime_from_ms(self.timestamp_ms)
-
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.value,
@@ -459,14 +461,6 @@ class DecimalParts:
             "random": self.random,
             "server": self.server,
         }
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DecimalParts):
-            return NotImplemented
-        return (self.value, self.layout) == (other.value, other.layout)
-
-    def __hash__(self) -> int:
-        return hash((self.value, self.layout))
 
     def __repr__(self) -> str:
         return (
@@ -534,18 +528,8 @@ class DecimalLayout(IntLayout):
         low = unit * self.time_scale
         return low, low + self.time_scale - 1
 
-    def _key(self) -> tuple[Any, ...]:
-        return (
-            self.epoch_ms,
-            self.time_digits,
-            self.random_digits,
-            self.server_digits,
-            self.time_unit_ms,
-            self.unsigned,
-        )
-
-    def replace(self, **changes: Any) -> Self:
-        params: dict[str, Any] = {
+    def _params(self) -> dict[str, Any]:
+        return {
             "epoch_ms": self.epoch_ms,
             "time_digits": self.time_digits,
             "random_digits": self.random_digits,
@@ -554,19 +538,6 @@ class DecimalLayout(IntLayout):
             "unsigned": self.unsigned,
             "name": self.name,
         }
-        unknown = set(changes) - set(params)
-        if unknown:
-            raise TypeError(f"replace() got unknown parameter(s) {sorted(unknown)}")
-        params.update(changes)
-        return type(self)(**params)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DecimalLayout):
-            return NotImplemented
-        return self._key() == other._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
 
     def __repr__(self) -> str:
         label = f"{self.name}: " if self.name else ""
@@ -625,3 +596,10 @@ DECIMAL_SQL = DecimalLayout(
     time_unit_ms=1000,
     name="decimal_sql",
 )
+
+#: Every preset by name (settings and the command line refer to them this way).
+PRESETS: dict[str, IntLayout] = {
+    layout.name: layout
+    for layout in (TWITTER, INSTAGRAM, SONYFLAKE, DISCORD, PHP_REDIS, DECIMAL, DECIMAL_SQL)
+    if layout.name is not None
+}

@@ -85,3 +85,35 @@ def test_concurrent_connections_above_1024_per_ms_never_duplicate() -> None:
         ms = layout.decompose(value).timestamp_ms
         per_ms[ms] = per_ms.get(ms, 0) + 1
     assert max(per_ms.values()) <= 1024
+
+
+def test_the_operation_reverses_and_reapplies() -> None:
+    from uid_fields.django.operations import InstallNextId
+
+    operation = InstallNextId(generator="photos", shards="main", function="uid_other_id")
+    connection = connections["shard_3"]
+
+    def installed() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regprocedure('uid_other_id()') IS NOT NULL")
+            return bool(cursor.fetchone()[0])
+
+    with connection.schema_editor() as editor:
+        operation.database_forwards("pgapp", editor, None, None)
+    assert installed()
+    with connection.schema_editor() as editor:
+        operation.database_backwards("pgapp", editor, None, None)
+    assert not installed()
+    assert operation.deconstruct() == (
+        "uid_fields.django.operations.InstallNextId",
+        [],
+        {"generator": "photos", "shards": "main", "function": "uid_other_id"},
+    )
+    # A function still used by a column default is never dropped behind its back.
+    with (
+        pytest.raises(Exception, match="depends on function"),
+        connection.schema_editor() as editor,
+    ):
+        InstallNextId(generator="photos", shards="main").database_backwards(
+            "pgapp", editor, None, None
+        )

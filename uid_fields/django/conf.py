@@ -16,18 +16,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from ..generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
-from ..layouts import (
-    DECIMAL,
-    DECIMAL_SQL,
-    DISCORD,
-    INSTAGRAM,
-    PHP_REDIS,
-    SONYFLAKE,
-    TWITTER,
-    DecimalLayout,
-    IntLayout,
-    SnowflakeLayout,
-)
+from ..layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 from ..locality import LocalityUUIDGenerator
 from ..shards import ShardMap, route_for
 from ..timeutil import parse_instant
@@ -44,15 +33,6 @@ Generator = (
     | UniqIdGenerator
 )
 
-LAYOUTS: dict[str, IntLayout] = {
-    "twitter": TWITTER,
-    "instagram": INSTAGRAM,
-    "sonyflake": SONYFLAKE,
-    "discord": DISCORD,
-    "php_redis": PHP_REDIS,
-    "decimal": DECIMAL,
-    "decimal_sql": DECIMAL_SQL,
-}
 KINDS = ("snowflake", "sharded", "decimal", "locality", "uniqid")
 
 
@@ -117,9 +97,9 @@ def build_layout(config: Mapping[str, Any], default: str) -> IntLayout:
     spec = config.get("layout", default)
     if isinstance(spec, str):
         try:
-            layout = LAYOUTS[spec]
+            layout = PRESETS[spec]
         except KeyError:
-            raise ValueError(f"unknown layout {spec!r}; choose one of {sorted(LAYOUTS)}") from None
+            raise ValueError(f"unknown layout {spec!r}; choose one of {sorted(PRESETS)}") from None
     elif isinstance(spec, Mapping):
         params = dict(spec)
         params.setdefault("epoch_ms", 0)

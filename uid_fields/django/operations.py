@@ -58,25 +58,25 @@ class InstallNextId(Operation):
             return False
         return connection.alias in get_shard_map(self.shards, self.generator).databases
 
+    def _run(self, schema_editor: Any, forwards: bool) -> None:
+        if not self._applies(schema_editor):
+            return
+        function = next_id_function(
+            self.generator, self.shards, schema_editor.connection.alias, self.function
+        )
+        statements = function.create_statements() if forwards else function.drop_statements()
+        for statement in statements:
+            schema_editor.execute(statement, params=None)
+
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
-        if self._applies(schema_editor):
-            alias = schema_editor.connection.alias
-            for statement in next_id_function(
-                self.generator, self.shards, alias, self.function
-            ).create_statements():
-                schema_editor.execute(statement, params=None)
+        self._run(schema_editor, forwards=True)
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
-        if self._applies(schema_editor):
-            alias = schema_editor.connection.alias
-            for statement in next_id_function(
-                self.generator, self.shards, alias, self.function
-            ).drop_statements():
-                schema_editor.execute(statement, params=None)
+        self._run(schema_editor, forwards=False)
 
     def describe(self) -> str:
         return (
