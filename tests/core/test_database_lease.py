@@ -1,0 +1,217 @@
+"""DatabaseLease on SQLite, PostgreSQL and MariaDB: claim, renew, release, fence."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from tests import services
+from tests.redis_servers import free_port
+from uid_fields import (
+    TWITTER,
+    CoordinatorUnavailableError,
+    DatabaseLease,
+    SnowflakeGenerator,
+    SnowflakeLayout,
+    WorkerIdsExhaustedError,
+)
+
+SMALL = SnowflakeLayout(epoch_ms=TWITTER.epoch_ms, fields=(("worker", 2),), sequence_bits=12)
+
+
+@dataclass
+class Database:
+    url: str
+    table: str
+    execute: Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
+
+    def lease(self, name: str = "orders", ttl: float = 5, **options: Any) -> DatabaseLease:
+        return DatabaseLease(self.url, name, ttl, table=self.table, **options)
+
+
+def _sqlite(tmp_path: Path) -> Iterator[Database]:
+    import sqlite3
+
+    path = tmp_path / "leases.sqlite3"
+
+    def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with sqlite3.connect(path) as conn:
+            return list(conn.execute(sql.replace("%s", "?"), params).fetchall())
+
+    yield Database(f"sqlite:///{path}", "uid_fields_worker_lease", execute)
+
+
+def _postgres(tmp_path: Path) -> Iterator[Database]:
+    conn = services.postgres_connection()
+    table = f"uidf_lease_{uuid.uuid4().hex[:12]}"
+
+    def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        cursor = conn.execute(sql, params)  # type: ignore[arg-type]
+        return list(cursor.fetchall()) if cursor.description else []
+
+    yield Database(services.POSTGRES_URL, table, execute)
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.close()
+
+
+def _mysql(tmp_path: Path) -> Iterator[Database]:
+    conn = services.mysql_connection()
+    conn.autocommit(True)
+    conn.select_db("test")
+    table = f"uidf_lease_{uuid.uuid4().hex[:12]}"
+
+    def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with conn.cursor() as cursor:
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+
+    yield Database(services.MYSQL_URL, table, execute)
+    execute(f"DROP TABLE IF EXISTS {table}", ())
+    conn.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    make = {"sqlite": _sqlite, "postgresql": _postgres, "mariadb": _mysql}[request.param]
+    database = make(tmp_path)
+    value = next(database)
+    value.lease("setup").create_table()
+    yield value
+    next(database, None)
+
+
+def rows(db: Database, name: str) -> dict[int, tuple[str | None, int]]:
+    found = db.execute(
+        f"SELECT node, token, expires_ms FROM {db.table} WHERE name = %s ORDER BY node", (name,)
+    )
+    return {int(node): (token, int(expires)) for node, token, expires in found}
+
+
+def test_claims_the_lowest_free_id_and_releases_it(db: Database) -> None:
+    a, b, c = db.lease(), db.lease(), db.lease()
+    gens = [SnowflakeGenerator(TWITTER, datacenter=2, worker=x) for x in (a, b, c)]
+    assert [g.node["worker"] for g in gens] == [0, 1, 2]
+    assert len(rows(db, "orders")) == 32  # the whole 5-bit range, made on first use
+    b.release()
+    assert rows(db, "orders")[1] == (None, 0)
+    d = db.lease()
+    assert SnowflakeGenerator(TWITTER, worker=d).node["worker"] == 1
+    ids = gens[0].next_ids(3000) + gens[2].next_ids(3000)
+    assert len(set(ids)) == 6000
+    for lease in (a, c, d):
+        lease.release()
+    assert all(token is None for token, _ in rows(db, "orders").values())
+
+
+def test_renewal_moves_the_expiry_forward(db: Database) -> None:
+    lease = db.lease("renew", ttl=0.6)
+    SnowflakeGenerator(TWITTER, worker=lease)
+    first = rows(db, "renew")[0][1]
+    time.sleep(0.5)
+    assert rows(db, "renew")[0][1] > first
+    assert lease.losses == 0 and lease.seconds_left is not None and lease.seconds_left > 0
+    lease.release()
+
+
+def test_an_expired_holder_is_replaced(db: Database) -> None:
+    # A crashed process's row: a token whose expiry has passed.
+    first = db.lease("crash")
+    assert SnowflakeGenerator(SMALL, worker=first).node["worker"] == 0  # makes the rows
+    db.execute(
+        f"UPDATE {db.table} SET token = %s, expires_ms = 1 WHERE name = %s AND node = 1",
+        ("dead process", "crash"),
+    )
+    db.execute(
+        f"UPDATE {db.table} SET token = %s, expires_ms = 9999999999999 WHERE name = %s "
+        "AND node > 1",
+        ("live process", "crash"),
+    )
+    lease = db.lease("crash")
+    assert SnowflakeGenerator(SMALL, worker=lease).node["worker"] == 1
+    with pytest.raises(WorkerIdsExhaustedError):
+        SnowflakeGenerator(SMALL, worker=db.lease("crash"))
+    lease.release()
+    first.release()
+
+
+def test_a_full_range_is_a_clear_error_with_the_count(db: Database) -> None:
+    leases = [db.lease("full") for _ in range(4)]
+    for lease in leases:
+        SnowflakeGenerator(SMALL, worker=lease)
+    with pytest.raises(WorkerIdsExhaustedError) as caught:
+        SnowflakeGenerator(SMALL, worker=db.lease("full"))
+    assert caught.value.count == 4 and "all 4 worker ids" in str(caught.value)
+    for lease in leases:
+        lease.release()
+
+
+def test_a_stolen_row_is_detected_fenced_and_replaced(db: Database) -> None:
+    lease = db.lease("steal", ttl=0.6)
+    gen = SnowflakeGenerator(TWITTER, worker=lease)
+    db.execute(
+        f"UPDATE {db.table} SET token = %s WHERE name = %s AND node = 0",
+        ("another holder", "steal"),
+    )
+    deadline = time.monotonic() + 5
+    while lease.losses == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.01)
+    assert {TWITTER.decompose(i).worker for i in gen.next_ids(10)} == {1}
+    assert rows(db, "steal")[0][0] == "another holder"
+    lease.release()
+
+
+def test_sqlalchemy_engine_and_table(tmp_path: Path) -> None:
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'sa.sqlite3'}")
+    metadata = sa.MetaData()
+    table = DatabaseLease.sqlalchemy_table(metadata)
+    metadata.create_all(engine)
+    lease = DatabaseLease(engine, "orders", ttl=5)
+    gen = SnowflakeGenerator(TWITTER, worker=lease)
+    assert gen.node == {"worker": 0}
+    with engine.connect() as conn:
+        held = conn.execute(sa.select(table.c.node).where(table.c.token.is_not(None))).all()
+    assert held == [(0,)]
+    lease.release()
+    engine.dispose()
+
+
+def test_postgres_through_a_sqlalchemy_engine() -> None:
+    services.postgres_connection().close()
+    engine = sa.create_engine(
+        services.POSTGRES_URL.replace("postgresql://", "postgresql+psycopg://")
+    )
+    name = f"uidf_lease_{uuid.uuid4().hex[:12]}"
+    metadata = sa.MetaData()
+    DatabaseLease.sqlalchemy_table(metadata, name)
+    metadata.create_all(engine)
+    try:
+        leases = [DatabaseLease(engine, "sa", ttl=5, table=name) for _ in range(2)]
+        assert [SnowflakeGenerator(TWITTER, worker=x).node["worker"] for x in leases] == [0, 1]
+        for lease in leases:
+            lease.release()
+    finally:
+        metadata.drop_all(engine)
+        engine.dispose()
+
+
+def test_unreachable_database_is_a_clear_error() -> None:
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
+    with pytest.raises(CoordinatorUnavailableError) as caught:
+        SnowflakeGenerator(TWITTER, worker=DatabaseLease(url, "orders"))
+    message = str(caught.value)
+    assert f"127.0.0.1:{url.split(':')[2].split('/')[0]}" in message
+    assert "migrate" in message and "FromEnv" in message
+
+
+def test_missing_table_says_how_to_make_it(tmp_path: Path) -> None:
+    with pytest.raises(CoordinatorUnavailableError, match="create_table"):
+        SnowflakeGenerator(TWITTER, worker=DatabaseLease(f"sqlite:///{tmp_path}/x.db", "o"))
