@@ -2,7 +2,7 @@
 
 JavaScript numbers are exact only up to 2**53 - 1, which every snowflake passes within
 weeks of its epoch. With ``UID_FIELDS["DRF_STRING_IDS"]`` (on by default) plain
-``ModelSerializer``s render these ids, and primary keys that point at them, as strings.
+``ModelSerializer`` classes render these ids, and primary keys that point at them, as strings.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Field constructors: ``mapped_column``s whose ids exist from construction on.
+"""Field constructors: ``mapped_column`` objects whose ids exist from construction on.
 
 Each field records its generator and routing in ``Column.info`` (not on the type, so
 foreign keys that copy the type stay plain). The ORM side assigns ids when objects are
