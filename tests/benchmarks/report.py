@@ -16,13 +16,15 @@ LIMIT = 4096 * 1000
 # Why a target can miss, written next to it in the report when it does.
 CAUSES = {
     "django_insert": (
-        "bulk_create with a Snowflake key sends one more bound parameter per row than "
-        "BigAutoField (the id), and Django builds those ids in Python; BigAutoField pays a "
-        "RETURNING instead. On loopback the parameter cost wins by a few percent."
+        "bulk_create with a Snowflake key binds one more value per row than BigAutoField "
+        "(the id), and Django runs every bound value through the field's Python "
+        "get_db_prep_value pipeline; BigAutoField's ids are made by the server and come "
+        "back through RETURNING, which on loopback costs less. See Gaps below."
     ),
     "sqla_insert": (
         "the Snowflake rows carry one more bound parameter per row (the id) than the "
-        "identity rows, whose ids the server makes; on loopback that is the difference."
+        "identity rows, whose ids the server makes; on loopback that is the difference. "
+        "See Gaps below."
     ),
 }
 
