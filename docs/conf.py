@@ -42,14 +42,12 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 # links, only once their file exists, so the build is green before and after.
 OPTIONAL_PAGES = ["workers", "benchmarks"]
 PRESENT = [name for name in OPTIONAL_PAGES if (DOCS / f"{name}.md").exists()]
-_OPTIONAL_LINK = re.compile(r"\[([^\]]+)\]\(@(\w+)(#[\w-]+)?\)")
+_OPTIONAL_LINK = re.compile(r"\[([^\]]+)\]\(@(\w+)\)")  # [text](@workers)
 
 
 def _optional_link(match: re.Match[str]) -> str:
-    text, name, anchor = match.group(1), match.group(2), match.group(3) or ""
-    if name in PRESENT:
-        return f"[{text}]({name}.md{anchor})"
-    return text
+    text, name = match.group(1), match.group(2)
+    return f"{{doc}}`{text} </{name}>`" if name in PRESENT else text
 
 
 def _source_read(app: Any, docname: str, source: list[str]) -> None:
