@@ -13,8 +13,8 @@ from .helpers import capture_all
 
 pytestmark = [
     pytest.mark.skipif(
-        settings.BACKEND != "postgres",
-        reason="database-side ids are PostgreSQL's: run in the UID_FIELDS_TEST_DB=postgres pass",
+        not settings.DATABASE_IDS,
+        reason="ids made by PostgreSQL need db_default (Django 5.0+) and PostgreSQL shards",
     ),
     pytest.mark.django_db(databases="__all__", transaction=True),
 ]

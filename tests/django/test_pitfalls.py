@@ -96,7 +96,7 @@ def test_08_bulk_created_objects_know_their_shard() -> None:
     assert all(o._state.db == shard_of(o) and not o._state.adding for o in objs)
 
 
-@pytest.mark.skipif(settings.BACKEND != "postgres", reason="database-made ids are PostgreSQL's")
+@pytest.mark.skipif(not settings.DATABASE_IDS, reason="database-made ids: PostgreSQL, Django 5.0+")
 def test_09_bulk_create_with_database_made_keys_returns_ids() -> None:
     from .pgapp.models import DbPhoto
 
