@@ -164,6 +164,9 @@ class UidField(models.Field):  # type: ignore[type-arg]
     # -- Django hooks --------------------------------------------------------------------
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
         if add and not self.database_default:
+            value = model_instance.__dict__.get(self.attname)
+            if value is not None and not _is_db_default(value):
+                return value  # filled at construction: the usual case, once per row in bulk
             return self.fill(model_instance)
         return super().pre_save(model_instance, add)
 
@@ -287,6 +290,9 @@ class IdFormField(forms.CharField):
         return "" if value is None else str(value)
 
 
+_PLAIN_INT_VENDORS = frozenset({"postgresql", "sqlite", "mysql"})
+
+
 class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[type-arg]
     description = _("64-bit id")
 
@@ -301,6 +307,15 @@ class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[type-arg]
             decimal = config.get("kind") == "decimal"
         # 20 digits need unsigned on MySQL/MariaDB
         return "PositiveBigIntegerField" if decimal else "BigIntegerField"
+
+    def get_db_prep_value(
+        self, value: Any, connection: BaseDatabaseWrapper, prepared: bool = False
+    ) -> Any:
+        # A plain int id is already what these backends bind: skip Django's per-value
+        # conversion chain, which bulk inserts would otherwise run for every row.
+        if type(value) is int and connection.vendor in _PLAIN_INT_VENDORS:
+            return value
+        return super().get_db_prep_value(value, connection, prepared)
 
     def rel_db_type(self, connection: BaseDatabaseWrapper) -> Any:
         return (
