@@ -221,6 +221,30 @@ class ShardMap:
             ) from None
         return low + mix64(key) % (high - low)
 
+    def colocated_logical_shard(self, parent: ShardMap, parent_id: Any, key: int) -> int:
+        """A logical shard for a child row that must live with ``parent_id``'s row.
+
+        The parent's logical shard, scaled to this map's logical space: the same number
+        when both maps count alike (Instagram's children share the parent's shard),
+        otherwise one of the child shards that correspond to it, picked by ``key``. So a
+        later split of a database's range along the parent's logical shards keeps
+        children with their parents. When explicit ranges disagree, any logical shard
+        on the parent's database will do.
+        """
+        parent_logical = parent.logical_shard(parent_id)
+        ours, theirs = self.logical_shards, parent.logical_shards
+        if ours >= theirs and ours % theirs == 0:
+            per_parent = ours // theirs
+            logical = parent_logical * per_parent + mix64(key) % per_parent
+        elif theirs % ours == 0:
+            logical = parent_logical // (theirs // ours)
+        else:
+            logical = -1
+        alias = parent.database(parent_logical)
+        if 0 <= logical < ours and self.database(logical) == alias:
+            return logical
+        return self.logical_shard_in(alias, key)
+
     def group(self, values: Iterable[Any]) -> dict[str, list[Any]]:
         """Ids grouped by database, each group in input order."""
         groups: dict[str, list[Any]] = {}

@@ -160,3 +160,35 @@ def test_logical_shard_in_stays_on_the_alias() -> None:
     assert shard_map.logical_shard_in("shard_2", 42) == shard_map.logical_shard_in("shard_2", 42)
     with pytest.raises(ValueError, match="not in this shard map"):
         shard_map.logical_shard_in("elsewhere", 1)
+
+
+def test_children_stay_with_parents_when_a_database_is_split() -> None:
+    parents = ShardMap(DBS, route=ByModulo(1024))
+    children = ShardMap(DBS, route=ByField(INSTAGRAM))
+    gen = SnowflakeGenerator(TWITTER, clock=ManualClock(NOW_MS))
+    parent_ids = gen.next_ids(2000)
+    placed = {p: children.colocated_logical_shard(parents, p, key=p) for p in parent_ids}
+    assert all(children.database(c) == parents.database_for(p) for p, c in placed.items())
+    # Scale out: eight databases, each old range split in two. No id is rewritten.
+    eight = [f"db{i}" for i in range(8)]
+    parents8 = ShardMap(eight, route=ByModulo(1024))
+    children8 = ShardMap(eight, route=ByField(INSTAGRAM))
+    assert all(children8.database(c) == parents8.database_for(p) for p, c in placed.items())
+
+
+def test_same_logical_space_shares_the_parents_logical_shard() -> None:
+    shard_map = ShardMap(DBS, route=ByField(INSTAGRAM))
+    parent = ShardedIdGenerator(INSTAGRAM, clock=ManualClock(NOW_MS)).next_id(shard=4321)
+    assert shard_map.colocated_logical_shard(shard_map, parent, key=7) == 4321
+    # Ranges that disagree with the parent's: still on the parent's database.
+    odd = ShardMap(
+        route=ByField(INSTAGRAM),
+        ranges={
+            "shard_0": (0, 100),
+            "shard_1": (100, 200),
+            "shard_2": (200, 4000),
+            "shard_3": (4000, 8192),
+        },
+    )
+    assert shard_map.database(4321) == "shard_2" and odd.database(4321) == "shard_3"
+    assert odd.database(odd.colocated_logical_shard(shard_map, parent, key=7)) == "shard_2"

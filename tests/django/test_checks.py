@@ -40,11 +40,13 @@ def test_invalid_generators_are_e005() -> None:
         "kind": "snowflake",
         "layout": {"time_bits": 60, "fields": [["w", 10]]},
     }
+    generators["bad_fields"] = {"kind": "locality", "fields": {"worker": 3}}
     with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators)):
         messages = [m for m in check_settings() if m.id == "uid_fields.E005"]
     text = " ".join(m.msg for m in messages)
-    assert len(messages) == 4
+    assert len(messages) == 5
     assert "in the future" in text and "worker=99" in text and "ulid" in text and "bits" in text
+    assert "takes no node fields, not ['worker']" in text
 
 
 def test_exhaustion_within_five_years_is_w001() -> None:

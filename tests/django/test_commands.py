@@ -61,8 +61,11 @@ def test_check_db_verifies_every_shard() -> None:
 
     with connections["shard_2"].cursor() as cursor:
         cursor.execute("DROP FUNCTION uid_next_id() CASCADE")
-    with pytest.raises(CommandError, match="shard_2"):
+    with pytest.raises(CommandError, match="shard_2: missing function uid_next_id"):
         run("check-db")
+    fixed = run("check-db", "--fix")
+    assert "shard_2          uid_next_id() fixed" in fixed
+    assert run("check-db").count(" ok") == len(settings.SHARDS)
 
 
 def test_check_db_reports_non_postgres_or_nothing() -> None:

@@ -173,3 +173,20 @@ def test_bad_ids_never_crash_deeper() -> None:
         PageView.objects.get(pk="not-a-uuid")
     with pytest.raises(PhpRow.DoesNotExist):
         PhpRow.objects.get(pk="x")
+
+
+def test_routing_by_shard_key_builds_no_throwaway_object() -> None:
+    from django.db.models.signals import post_init
+
+    built: list[object] = []
+
+    def count(sender: type, instance: object, **kwargs: object) -> None:
+        built.append(instance)
+
+    post_init.connect(count, sender=Photo)
+    try:
+        qs = Photo.objects.filter(owner_id=77)
+        assert qs.shard_aliases == (Photo._meta.pk.shard_map.database(77),)  # type: ignore[union-attr]
+    finally:
+        post_init.disconnect(count, sender=Photo)
+    assert built == []

@@ -17,6 +17,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core import checks
 
+from ..errors import UidFieldsError
 from ..generators import ShardedIdGenerator
 from . import conf as conf_module
 
@@ -33,7 +34,8 @@ def _generator_errors(name: str) -> list[checks.CheckMessage]:
         return [
             checks.Error(str(exc), hint="Add it to UID_FIELDS['GENERATORS'].", id="uid_fields.E001")
         ]
-    except (ValueError, TypeError, OverflowError) as exc:
+    except (ValueError, TypeError, OverflowError, UidFieldsError) as exc:
+        # UidFieldsError: a lease coordinator that cannot be reached, for one.
         return [
             checks.Error(
                 f"UID_FIELDS['GENERATORS'][{name!r}] is invalid: {exc}",

@@ -127,7 +127,15 @@ def build_generator(name: str, config: Mapping[str, Any]) -> Generator:
     options: dict[str, Any] = {}
     if "max_backward_ms" in config:
         options["max_backward_ms"] = config["max_backward_ms"]
-    fields = {k: _node_value(k, v) for k, v in dict(config.get("fields", {})).items()}
+    given = dict(config.get("fields", {}))
+    allowed = {"locality": set(), "uniqid": set(), "decimal": {"server"}}.get(kind)
+    if allowed is not None and set(given) - allowed:
+        raise ValueError(
+            f"generator {name!r}: a {kind} generator takes "
+            f"{'only ' + ', '.join(sorted(allowed)) if allowed else 'no'} node fields, "
+            f"not {sorted(set(given) - allowed)}"
+        )
+    fields = {k: _node_value(k, v) for k, v in given.items()}
     if kind == "locality":
         return LocalityUUIDGenerator(
             sequential=bool(config.get("sequential", False)),

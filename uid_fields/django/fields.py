@@ -127,18 +127,22 @@ class UidField(models.Field):  # type: ignore[type-arg]
 
     def logical_shard_for(self, instance: models.Model) -> int | None:
         """The logical shard an instance's shard key picks, or None if the key is unset."""
-        key_field = self.shard_key_field()
-        key = getattr(instance, key_field.attname)
+        return self.logical_shard_for_key(getattr(instance, self.shard_key_field().attname))
+
+    def logical_shard_for_key(self, key: Any) -> int | None:
+        """The logical shard a shard key value picks (None for no key)."""
+        if isinstance(key, models.Model):
+            key = key.pk
         if key is None:
             return None
+        key_field = self.shard_key_field()
         generator = self.generator
         assert isinstance(generator, ShardedIdGenerator)
         parent = _sharded_pk(key_field.related_model) if key_field.is_relation else None
         shard_map = self.shard_map
         if parent is not None and parent.shard_map is not None and shard_map is not None:
-            # Co-locate with the parent row: a logical shard on the parent's database.
-            parent_alias = parent.shard_map.database_for(key)
-            return shard_map.logical_shard_in(parent_alias, parent.to_int(key))
+            # A foreign key to a sharded row: live with that row.
+            return shard_map.colocated_logical_shard(parent.shard_map, key, parent.to_int(key))
         return generator.shard_for_key(self.to_int(key))
 
     def to_int(self, value: Any) -> int:
@@ -146,6 +150,8 @@ class UidField(models.Field):  # type: ignore[type-arg]
             return value.int
         if isinstance(value, int) and not isinstance(value, bool):
             return value
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
         raise TypeError(f"{self.shard_key} must be an int to pick a shard, got {value!r}")
 
     def fill(self, instance: models.Model) -> Any:

@@ -111,8 +111,10 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                     with suppress(TypeError, ValueError):  # an id no shard can hold matches no row
                         aliases.add(shard_map.database_for(_plain(item)))
             elif base in key_names and kind == "exact":
-                probe = self.model(**{base: value})
-                logical = field.logical_shard_for(probe)
+                try:
+                    logical = field.logical_shard_for_key(value)
+                except (TypeError, ValueError):
+                    continue  # a key no shard can be picked by: let the query fail or fan out
                 if logical is None:
                     continue
                 aliases = {shard_map.database(logical)}

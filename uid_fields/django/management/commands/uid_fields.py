@@ -38,6 +38,11 @@ class Command(BaseCommand):
         sub.add_parser("shards", help="logical shard ranges per database, rows per shard")
         check = sub.add_parser("check-db", help="verify the PostgreSQL next_id functions")
         check.add_argument("--database", help="only this alias")
+        check.add_argument(
+            "--fix",
+            action="store_true",
+            help="re-install a missing or stale function (its state sequence is kept)",
+        )
         sub.add_parser("migrate-all", help="migrate default and every shard database")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -105,7 +110,7 @@ class Command(BaseCommand):
                 found.append(pk)
         return found
 
-    def do_check_db(self, database: str | None = None, **options: Any) -> None:
+    def do_check_db(self, database: str | None = None, fix: bool = False, **options: Any) -> None:
         problems, checked = [], 0
         seen: set[tuple[str, str, str]] = set()
         for field in self._database_defaults():
@@ -119,13 +124,23 @@ class Command(BaseCommand):
                     continue
                 checked += 1
                 status = self._check_alias(alias, *key)
+                if status != "ok" and fix and connections[alias].vendor == "postgresql":
+                    self._install(alias, *key)
+                    status = self._check_alias(alias, *key)
+                    status = "fixed" if status == "ok" else status
                 self.stdout.write(f"{alias:<16} {field.db_function}() {status}")
-                if status != "ok":
+                if status not in ("ok", "fixed"):
                     problems.append(f"{alias}: {status}")
         if not checked:
             self.stdout.write("no database-generated ids are configured")
         if problems:
             raise CommandError("; ".join(problems))
+
+    def _install(self, alias: str, generator: str, shards: str, function: str) -> None:
+        statements = next_id_function(generator, shards, alias, function).create_statements()
+        with connections[alias].cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
 
     def _check_alias(self, alias: str, generator: str, shards: str, function: str) -> str:
         connection = connections[alias]
@@ -143,11 +158,11 @@ class Command(BaseCommand):
                 )
                 row = cursor.fetchone()
                 if row is None:
-                    return f"missing function {signature}; run migrate-all"
+                    return f"missing function {signature}; run check-db --fix"
                 bodies[signature] = row[0]
         wanted = expected.create_statements()[1].split("$uid_fields$")[1]
         if _squash(bodies[f"{function}(integer)"]) != _squash(wanted):
-            return "stale function body (epoch, layout or shard changed?); run migrate-all"
+            return "stale function body (epoch, layout or shard changed?); run check-db --fix"
         if f"{function}({expected.shard})" not in bodies[f"{function}()"]:
             return f"{function}() does not use logical shard {expected.shard}"
         return "ok"
