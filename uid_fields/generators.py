@@ -357,12 +357,18 @@ class ShardedIdGenerator:
         self._fields: dict[str, Any] = dict(fields)
         self._per_shard: dict[int, SnowflakeGenerator] = {}
         self._lock = threading.Lock()
+        self._forked_from: int | None = None
         _live.add(self)
         # Validate the epoch and node fields now, not at the first id.
         self._generator(0)
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()  # the per-shard generators reset themselves
+        # A shard the parent never used gets a new generator in the child, which would
+        # not know it was forked: refuse them all unless a lease gives a new node.
+        leased = any(getattr(s, "per_process", False) for s in self._fields.values())
+        if self._on_fork == "raise" and not leased:
+            self._forked_from = os.getppid()
 
     def shard_for_key(self, shard_key: object) -> int:
         """The logical shard of a shard key: ``key % 2**shard_bits``, as Instagram does.
@@ -393,6 +399,12 @@ class ShardedIdGenerator:
     def _generator(self, shard: int) -> SnowflakeGenerator:
         generator = self._per_shard.get(shard)
         if generator is None:
+            if self._forked_from is not None:
+                raise ForkedGeneratorError(
+                    f"{self!r} was created in process {self._forked_from} and inherited "
+                    f"by forked process {os.getpid()}: both would issue the same ids. "
+                    "Create generators after the fork, or give them a leased node field."
+                )
             with self._lock:
                 generator = self._per_shard.get(shard)
                 if generator is None:

@@ -17,6 +17,7 @@ import hashlib
 import itertools
 import os
 import random
+import threading
 import uuid
 import weakref
 from array import array
@@ -186,7 +187,16 @@ def _mac_bits(mac: int | str | None) -> int:
 _live: weakref.WeakSet[LocalityUUIDGenerator] = weakref.WeakSet()
 
 
+# One counter per (mode, pid, MAC) in a process, as the Java class keeps one static
+# counter: two generators with the same pid and MAC must not repeat each other's ids.
+_counters: dict[tuple[bool, int, int], itertools.count[int]] = {}
+_counters_lock = threading.Lock()
+
+
 def _after_fork_in_child() -> None:
+    global _counters_lock
+    _counters_lock = threading.Lock()
+    _counters.clear()
     for generator in list(_live):
         generator._after_fork_in_child()
 
@@ -224,15 +234,18 @@ class LocalityUUIDGenerator:
 
     def _start(self) -> None:
         self._middle = _middle(self.pid, self.mac)
-        if self.sequential:
-            self._first = sequential_seed(datetime_from_ms(self.clock.now_ms()))
-            self._step = 1
-        else:
-            self._first = random.getrandbits(32)
-            self._step = INCREMENT
-        # The Java counters add before they read: the first id carries first + step.
-        # One atomic next() per id (no lock); the mask keeps the low 32 bits.
-        self._counts = itertools.count(self._first + self._step, self._step)
+        key = (self.sequential, self.pid, self.mac)
+        with _counters_lock:
+            counts = _counters.get(key)
+            if counts is None:
+                if self.sequential:
+                    first, step = sequential_seed(datetime_from_ms(self.clock.now_ms())), 1
+                else:
+                    first, step = random.getrandbits(32), INCREMENT
+                # The Java counters add before they read: the first id is first + step.
+                # One atomic next() per id (no lock); the mask keeps the low 32 bits.
+                counts = _counters[key] = itertools.count(first + step, step)
+        self._counts = counts
         self._source = self.clock.source
         self._offset_ns = self.clock.offset_ns
 

@@ -127,3 +127,11 @@ def test_uniqid_children_are_unique() -> None:
 
 def test_error_type_is_public() -> None:
     assert issubclass(ForkedGeneratorError, RuntimeError)
+
+
+def test_sharded_generator_refuses_new_shards_in_children_too() -> None:
+    gen = ShardedIdGenerator(INSTAGRAM)
+    gen.next_id(shard=1)  # shard 2 is never used by the parent
+    results = run_in_children(2, lambda: gen.next_id(shard=2))
+    assert [r.get("error") for r in results] == ["ForkedGeneratorError"] * 2
+    assert gen.next_id(shard=2) > 0  # the parent goes on

@@ -106,3 +106,12 @@ def test_values_are_plain_uuids() -> None:
     value = LocalityUUIDGenerator().next_id()
     assert type(value) is uuid.UUID
     assert uuid.UUID(str(value)) == value and hash(uuid.UUID(str(value))) == hash(value)
+
+
+def test_two_generators_with_the_same_pid_and_mac_never_collide() -> None:
+    # The Java class has one static counter per process; so must we, per (pid, MAC).
+    for sequential in (False, True):
+        a = LocalityUUIDGenerator(sequential=sequential, pid=4242, mac=0x42)
+        b = LocalityUUIDGenerator(sequential=sequential, pid=4242, mac=0x42)
+        ids = [u.int for _ in range(500) for u in (a.next_id(), b.next_id())]
+        assert len(set(ids)) == 1000

@@ -158,3 +158,39 @@ def test_override_settings_is_read_lazily() -> None:
         assert get_generator("default").node == {"datacenter": 0, "worker": 9}
     assert get_generator("default") is not before
     assert get_generator("default").node == {"datacenter": 0, "worker": 1}
+
+
+@isolate_apps("tests.django.testapp")
+def test_foreign_keys_across_shards_are_e011() -> None:
+    from uid_fields.django.checks import relation_errors
+
+    from .testapp.models import Customer
+
+    class Loose(models.Model):
+        id = SnowflakeField(primary_key=True, shards="main")
+        customer = models.ForeignKey(Customer, on_delete=models.CASCADE)
+
+        class Meta:
+            app_label = "testapp"
+
+    class Soft(models.Model):
+        id = SnowflakeField(primary_key=True, shards="main")
+        customer = models.ForeignKey(Customer, on_delete=models.CASCADE, db_constraint=False)
+
+        class Meta:
+            app_label = "testapp"
+
+    class Together(models.Model):
+        id = ShardedBigIntField(
+            primary_key=True, generator="photos", shards="main", shard_key="customer"
+        )
+        customer = models.ForeignKey(Customer, on_delete=models.CASCADE)
+
+        class Meta:
+            app_label = "testapp"
+
+    errors = relation_errors([Loose, Soft, Together])
+    assert [(e.id, e.obj) for e in errors] == [
+        ("uid_fields.E011", Loose._meta.get_field("customer"))
+    ]
+    assert ids(check_managers()) == set()  # the test project itself is clean

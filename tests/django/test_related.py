@@ -68,3 +68,47 @@ def test_order_filter_by_related_shard_key_routes() -> None:
         assert Purchase.objects.filter(customer=customer).count() == 1
     assert log.aliases() == {customer._state.db}
     assert Order.objects.on_all_shards().count() == 0
+
+
+def test_relations_that_are_not_co_located_fan_out_and_route_by_id() -> None:
+    from .testapp.models import Review
+
+    orders = [Order.objects.create(note=str(i)) for i in range(6)]
+    target = orders[0]
+    reviews = [Review.objects.create(order=target, stars=s) for s in range(1, 9)]
+    assert len({r._state.db for r in reviews}) > 1  # by their own ids, on several shards
+    with capture_all() as log:
+        assert sorted(r.stars for r in target.reviews.all()) == list(range(1, 9))
+    assert log.aliases() == set(settings.SHARDS)  # the parent's shard alone would miss some
+    assert target.reviews.count() == 8
+    assert target.reviews.filter(stars__gte=5).count() == 4
+    for review in reviews:
+        fresh = Review.objects.get(pk=review.pk)
+        with capture_all() as log:
+            assert fresh.order == target  # routed by the order id it holds
+        assert log.aliases() == {target._state.db}
+
+
+def test_a_write_sent_to_the_wrong_shard_is_refused() -> None:
+    order = Order()
+    right = order._meta.pk.shard_map.database_for(order.pk)
+    wrong = next(a for a in settings.SHARDS if a != right)
+    with pytest.raises(ValueError, match="routes to"):
+        Order.objects.using(wrong).bulk_create([order])
+    assert not Order.objects.on_all_shards().filter(pk=order.pk).exists()
+    Order.objects.using(right).bulk_create([order])
+    assert Order.objects.get(pk=order.pk)._state.db == right
+
+
+def test_changing_the_shard_key_before_the_first_save_moves_the_row() -> None:
+    customers = [Customer.objects.create(name=str(i)) for i in range(12)]
+    first = customers[0]
+    other = next(c for c in customers if c._state.db != first._state.db)
+    purchase = Purchase(customer=first)
+    made = purchase.pk
+    purchase.customer = other
+    purchase.save()
+    assert purchase.pk != made and purchase._state.db == other._state.db
+    assert list(other.purchases.all()) == [purchase]
+    chosen = Purchase(customer=first, id=made)  # an id the caller chose is kept
+    assert Purchase._meta.pk.fill(chosen) == made

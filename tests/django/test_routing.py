@@ -161,15 +161,16 @@ def test_missing_shard_key_is_a_clear_error() -> None:
 
 
 def test_bad_ids_never_crash_deeper() -> None:
-    with pytest.raises(ValueError):
-        Order.objects.get(pk="abc")
+    with capture_all() as log, pytest.raises(Order.DoesNotExist):
+        Order.objects.get(pk="abc")  # a malformed id matches nothing: a 404, never a 500
+    assert log.count() == 0
+    assert list(Order.objects.filter(pk__in=["abc", "-1"])) == []
+    assert Order.objects.on_all_shards().exclude(pk="abc").count() == 0
     with pytest.raises(Order.DoesNotExist):
         Order.objects.get(pk=2**63)
     with pytest.raises(Order.DoesNotExist):
         Order.objects.get(pk=-5)
-    from django.core.exceptions import ValidationError
-
-    with pytest.raises(ValidationError):
+    with pytest.raises(PageView.DoesNotExist):
         PageView.objects.get(pk="not-a-uuid")
     with pytest.raises(PhpRow.DoesNotExist):
         PhpRow.objects.get(pk="x")
@@ -190,3 +191,38 @@ def test_routing_by_shard_key_builds_no_throwaway_object() -> None:
     finally:
         post_init.disconnect(count, sender=Photo)
     assert built == []
+
+
+def test_fan_out_keeps_django_semantics_or_refuses() -> None:
+    orders = [Order.objects.create(note=f"n{i % 3}") for i in range(8)]
+    by_id = sorted(orders, key=lambda o: o.pk)
+    fan = Order.objects.on_all_shards()
+    assert fan[6:].exists() and not fan[8:].exists()
+    assert fan[6:].count() == 2
+    with pytest.raises(TypeError, match="slice"):
+        fan[6:].update(note="x")
+    with pytest.raises(TypeError, match="delete"):
+        fan[6:].delete()
+    assert fan.count() == 8  # nothing was touched
+    # values() without the ordering column still merges in id order.
+    assert list(fan.values_list("note", flat=True)) == [o.note for o in by_id]
+    assert list(fan.values("note")[:3]) == [{"note": o.note} for o in by_id[:3]]
+    assert list(fan.order_by("-note", "pk").values_list("pk", flat=True)) == [
+        o.pk for o in sorted(by_id, key=lambda o: o.note, reverse=True)
+    ]
+    with pytest.raises(NotImplementedError):
+        fan.aggregate(n=Count("note", distinct=True))
+    with pytest.raises(NotImplementedError):
+        list(fan.values("note").annotate(n=Count("id")))
+    with pytest.raises(NotImplementedError):
+        list(fan.distinct())
+
+
+def test_or_and_of_routed_querysets() -> None:
+    orders = [Order.objects.create() for _ in range(12)]
+    a = next(o for o in orders)
+    b = next(o for o in orders if shard_of(o) != shard_of(a))
+    both = Order.objects.filter(pk=a.pk) | Order.objects.filter(pk=b.pk)
+    assert sorted(o.pk for o in both) == sorted([a.pk, b.pk])
+    neither = Order.objects.filter(pk=a.pk) & Order.objects.filter(pk=b.pk)
+    assert list(neither) == []

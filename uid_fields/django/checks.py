@@ -4,7 +4,8 @@ Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missin
 DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind does not
 fit the field, E007 sharded model whose default manager is not sharded, E008 unknown
 shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
-attribute is taken; W001 a layout exhausted within five years.
+attribute is taken, E011 a foreign key between rows that may live on different
+databases; W001 a layout exhausted within five years.
 """
 
 from __future__ import annotations
@@ -180,7 +181,32 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 @checks.register(checks.Tags.models)
 def check_managers(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    return manager_errors(apps.get_models())
+    return manager_errors(apps.get_models()) + relation_errors(apps.get_models())
+
+
+def relation_errors(models: Any) -> list[checks.CheckMessage]:
+    """Foreign keys whose two rows may live on different databases (E011)."""
+    from .routing import colocated
+
+    errors: list[checks.CheckMessage] = []
+    for model in models:
+        for field in model._meta.concrete_fields:
+            target = field.related_model if field.is_relation else None
+            if target is None or not getattr(field, "db_constraint", False):
+                continue
+            if not colocated(model, target):
+                errors.append(
+                    checks.Error(
+                        f"{model._meta.label}.{field.name} points at {target._meta.label}, "
+                        "but the two rows may live on different databases, where no "
+                        "foreign-key constraint can hold",
+                        hint="Make it the shard_key of a ShardedBigIntField (co-locate the "
+                        "rows), or set db_constraint=False for a reference across shards.",
+                        obj=field,
+                        id="uid_fields.E011",
+                    )
+                )
+    return errors
 
 
 def manager_errors(models: Any) -> list[checks.CheckMessage]:

@@ -155,8 +155,14 @@ class UidField(models.Field):  # type: ignore[type-arg]
         raise TypeError(f"{self.shard_key} must be an int to pick a shard, got {value!r}")
 
     def fill(self, instance: models.Model) -> Any:
-        """Make sure ``instance`` has an id (when it can have one) and return it."""
+        """Make sure ``instance`` has an id (when it can have one) and return it.
+
+        An id this field made for a new object whose shard key has changed since is
+        made again, so the row follows its key (a stored id never changes).
+        """
         value = getattr(instance, self.attname)
+        if self.shard_key and value is not None and self._stale_for_key(instance, value):
+            value = None
         if (value is None or _is_db_default(value)) and not self.database_default:
             value = self.generate(instance)
             if value is None:
@@ -165,7 +171,19 @@ class UidField(models.Field):  # type: ignore[type-arg]
                     f"object is saved: it picks the shard of {self.name}"
                 )
             setattr(instance, self.attname, value)
+            _made(instance)[self.attname] = value
         return value
+
+    def _stale_for_key(self, instance: models.Model, value: Any) -> bool:
+        if not instance._state.adding or _made(instance).get(self.attname) != value:
+            return False  # stored, or chosen by the caller: never replaced
+        generator = self.generator
+        expected = self.logical_shard_for(instance)
+        return (
+            isinstance(generator, ShardedIdGenerator)
+            and expected is not None
+            and generator.shard_of(value) != expected
+        )
 
     # -- Django hooks --------------------------------------------------------------------
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
@@ -248,12 +266,22 @@ def _sharded_pk(model: Any) -> UidField | None:
     return pk if isinstance(pk, UidField) and pk.shards_name is not None else None
 
 
+def _made(instance: models.Model) -> dict[str, Any]:
+    """The ids uid fields made for this (unsaved) object, by attribute name."""
+    state = instance._state
+    made: dict[str, Any] | None = getattr(state, "uid_made", None)
+    if made is None:
+        made = state.uid_made = {}  # type: ignore[attr-defined]
+    return made
+
+
 def _fill_after_init(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
     pk = sender._meta.pk
     if isinstance(pk, UidField) and getattr(instance, pk.attname) is None:
         value = pk.generate(instance)
         if value is not None:
             setattr(instance, pk.attname, value)
+            _made(instance)[pk.attname] = value
 
 
 class _PartsDescriptor:

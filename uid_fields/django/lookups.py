@@ -75,8 +75,10 @@ class _IdTimeLookup(Lookup):
         layout = self.layout
         clauses, params = [], list(params)
         for operator, bound in self.bounds():
+            if operator == "<" and bound > layout.max_value:
+                operator, bound = "<=", layout.max_value  # before a time past the lifetime: all
             if bound > layout.max_value:
-                raise EmptyResultSet  # past the lifetime: no id can be there
+                raise EmptyResultSet  # after the lifetime: no id can be there
             clauses.append(f"{lhs_sql} {operator} %s")
             params.append(bound)
         return " AND ".join(clauses), params

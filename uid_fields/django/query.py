@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from typing import Any
 
-from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.query import (
@@ -20,11 +20,10 @@ from django.db.models.query import (
     ModelIterable,
     NamedValuesListIterable,
     ValuesIterable,
-    ValuesListIterable,
 )
 
 from .fields import UidField
-from .routing import database_for_instance, sharded_pk
+from .routing import colocated, database_for_instance, sharded_pk
 
 __all__ = ["ShardedManager", "ShardedQuerySet"]
 
@@ -64,6 +63,33 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def _is_fanout(self) -> bool:
         return self._db is None and self._shard_aliases is not None and len(self._shard_aliases) > 1
 
+    def __or__(self, other: Any) -> ShardedQuerySet:
+        combined: ShardedQuerySet = super().__or__(other)
+        combined._shard_aliases = _join(self, other, any_of=True)
+        return combined
+
+    def __and__(self, other: Any) -> ShardedQuerySet:
+        combined: ShardedQuerySet = super().__and__(other)
+        combined._shard_aliases = _join(self, other, any_of=False)
+        return combined
+
+    def _add_hints(self, **hints: Any) -> None:
+        super()._add_hints(**hints)
+        instance = hints.get("instance")
+        field = self._sharded_field
+        if (
+            instance is not None
+            and field is not None
+            and field.shard_map is not None
+            and not isinstance(instance, self.model)
+            and self._db is None
+            and self._shard_aliases is None
+            and not colocated(self.model, type(instance))
+        ):
+            # A related manager of a row these rows do not live with: they may be on
+            # any shard (its filter may still narrow them to one).
+            self._shard_aliases = field.shard_map.databases
+
     def on_all_shards(self) -> ShardedQuerySet:
         """Run this query on every shard of the model and merge the results."""
         clone = self._chain()
@@ -75,16 +101,45 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         return clone
 
     def _filter_or_exclude_inplace(self, negate: bool, args: Any, kwargs: Any) -> None:
-        kwargs = {  # one-shot iterators would be used up before routing reads them
-            k: (_values(v, "in") or []) if k.endswith("__in") and _is_id_list(v) else v
-            for k, v in kwargs.items()
-        }
+        kwargs, impossible = self._valid_id_lookups(kwargs)
         super()._filter_or_exclude_inplace(negate, args, kwargs)
+        if impossible and not negate and self._db is None:
+            self._narrow(set())  # a malformed id matches no row: DoesNotExist, a 404
+            return
+        if impossible and not negate:
+            self.query.set_empty()
         if negate or self._db is not None:
             return
         aliases = self._aliases_for(kwargs)
         if aliases is not None:
             self._narrow(aliases)
+
+    def _valid_id_lookups(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Id lookups with malformed ids taken out (they can match no row).
+
+        One-shot iterators are read once here, before Django and routing both need them.
+        """
+        field = self._sharded_field
+        names = {"pk", field.name, field.attname} if field is not None else {"pk"}
+        clean: dict[str, Any] = {}
+        impossible = False
+        for lookup, value in kwargs.items():
+            base, _, rest = lookup.partition("__")
+            kind = _ROUTING_LOOKUPS.get(rest)
+            if kind == "in" and _is_id_list(value):
+                value = list(value)
+            if field is None or base not in names or kind is None:
+                clean[lookup] = value
+            elif kind == "exact":
+                if value is None or isinstance(value, models.Model) or _valid_id(field, value):
+                    clean[lookup] = value
+                else:
+                    impossible = True
+            elif isinstance(value, list):
+                clean[lookup] = [v for v in value if _valid_id(field, _plain(v))]
+            else:
+                clean[lookup] = value
+        return clean, impossible
 
     def _aliases_for(self, kwargs: dict[str, Any]) -> set[str] | None:
         field = self._sharded_field
@@ -157,15 +212,24 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             names = [n[1:] if n.startswith("-") else f"-{n}" for n in names]
         return names
 
+    def _refuse_uncombinable(self, what: str) -> None:
+        query = self.query
+        if query.group_by is not None or query.distinct or query.combinator:
+            raise NotImplementedError(
+                f"{what} across shards cannot combine GROUP BY, DISTINCT or set operations "
+                "of several databases; run it per shard with .using(alias)"
+            )
+
     def _fanout_results(self) -> list[Any]:
+        self._refuse_uncombinable("a query")
         ordering = self._ordering()
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
         )
-        rows: list[Any] = []
-        for alias in self._shard_aliases or ():
-            rows.extend(self._for_alias(alias, order_by_pk=not explicit))
-        rows = _merge(rows, ordering, self)
+        shards = [
+            self._for_alias(alias, order_by_pk=not explicit) for alias in self._shard_aliases or ()
+        ]
+        rows = _merged_rows(self, shards, ordering)
         low, high = self.query.low_mark, self.query.high_mark
         return rows[low:high]
 
@@ -182,26 +246,32 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def count(self) -> int:
         if not self._is_fanout():
             return super().count()
-        if self.query.low_mark or self.query.high_mark is not None:
+        if self.query.is_sliced:
             return len(self._fanout_results())
+        self._refuse_uncombinable("count()")
         return sum(self._for_alias(a).count() for a in self._shard_aliases or ())
 
     def exists(self) -> bool:
         if not self._is_fanout():
             return super().exists()
+        if self.query.is_sliced:
+            return bool(self._fanout_results())
         return any(self._for_alias(a).exists() for a in self._shard_aliases or ())
 
     def aggregate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         if not self._is_fanout():
             return super().aggregate(*args, **kwargs)
+        if self.query.is_sliced:
+            raise NotImplementedError("aggregate() of a slice across shards is not combinable")
+        self._refuse_uncombinable("aggregate()")
         for arg in args:
             kwargs[arg.default_alias] = arg
         combine = {Count: _sum, Sum: _sum, Min: min, Max: max}
         for name, expression in kwargs.items():
-            if type(expression) not in combine:
+            if type(expression) not in combine or getattr(expression, "distinct", False):
                 raise NotImplementedError(
-                    f"{name}: only Count, Sum, Min and Max combine across shards; run "
-                    "other aggregates per shard with .using(alias)"
+                    f"{name}: only Count, Sum, Min and Max (not distinct) combine across "
+                    "shards; run other aggregates per shard with .using(alias)"
                 )
         results = [self._for_alias(a).aggregate(**kwargs) for a in self._shard_aliases or ()]
         return {
@@ -212,11 +282,15 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def update(self, **kwargs: Any) -> int:
         if not self._is_fanout():
             return super().update(**kwargs)
+        if self.query.is_sliced:
+            raise TypeError("Cannot update a query once a slice has been taken.")
         return sum(self._for_alias(a).update(**kwargs) for a in self._shard_aliases or ())
 
     def delete(self) -> tuple[int, dict[str, int]]:
         if not self._is_fanout():
             return super().delete()
+        if self.query.is_sliced:
+            raise TypeError("Cannot use 'limit' or 'offset' with delete().")
         total, per_model = 0, dict[str, int]()
         for alias in self._shard_aliases or ():
             count, detail = self._for_alias(alias).delete()
@@ -254,11 +328,16 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     # -- writes --------------------------------------------------------------------------
     def _alias_for_new(self, obj: models.Model) -> str:
-        if self._db is not None:
-            return self._db
         if self._sharded_field is None:
-            return self.db
-        return database_for_instance(obj)
+            return self._db or self.db
+        alias = database_for_instance(obj)
+        if self._db is not None and self._db != alias:
+            raise ValueError(
+                f"this {type(obj).__name__}'s id routes to {alias!r}, but the write was "
+                f"sent to {self._db!r} (.using(), or a related manager of a row it does not "
+                "live with): a row stored off its shard could not be found by its id"
+            )
+        return alias
 
     def create(self, **kwargs: Any) -> Any:
         obj = self.model(**kwargs)
@@ -322,13 +401,12 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         """Give every object its id, then insert one batch per shard."""
         objs = list(objs)
         field = self._sharded_field
-        if field is None or self._db is not None:
-            _fill_ids(objs)
-            return super().bulk_create(objs, *args, **kwargs)
         _fill_ids(objs)
+        if field is None:
+            return super().bulk_create(objs, *args, **kwargs)
         groups: dict[str, list[Any]] = {}
         for obj in objs:
-            groups.setdefault(database_for_instance(obj), []).append(obj)
+            groups.setdefault(self._alias_for_new(obj), []).append(obj)
         for alias, group in groups.items():
             if field.database_default:
                 _fetch_database_ids(field, alias, group)
@@ -372,6 +450,18 @@ def _plain(value: Any) -> Any:
     return value.pk if isinstance(value, models.Model) else value
 
 
+def _valid_id(field: UidField, value: Any) -> bool:
+    if hasattr(value, "resolve_expression"):
+        return True  # F() and subqueries are the database's to compare
+    try:
+        field.to_python(value)
+        if field.layout is not None:
+            field.layout.coerce(value if not isinstance(value, str) else value.strip())
+    except (ValidationError, TypeError, ValueError):
+        return False
+    return True
+
+
 def _is_id_list(value: Any) -> bool:
     """An iterable of ids, not a subquery or a string."""
     return isinstance(value, Iterable) and not isinstance(value, (models.QuerySet, str, bytes))
@@ -395,51 +485,88 @@ def _combine(combine: Any, values: list[Any]) -> Any:
     return combine(present) if present else None
 
 
-def _merge(rows: list[Any], ordering: list[str], qs: ShardedQuerySet) -> list[Any]:
-    """Rows of several shards sorted by the query's ordering (stable, multi-key)."""
-    getter = _key_getter(qs)
-    if getter is None:
-        return rows
+def _join(a: ShardedQuerySet, b: Any, *, any_of: bool) -> tuple[str, ...] | None:
+    """The shards of ``a | b`` (any_of) or ``a & b``; None where either is unrouted."""
+    first = a._shard_aliases if a._db is None else (a._db,)
+    second = getattr(b, "_shard_aliases", None) if getattr(b, "_db", None) is None else (b._db,)
+    if first is None or second is None:
+        return None if any_of else (first or second)
+    if any_of:
+        return tuple(dict.fromkeys((*first, *second)))
+    return tuple(x for x in first if x in second) or first[:1]
+
+
+def _sort_keys(qs: ShardedQuerySet, ordering: list[str]) -> list[tuple[str, bool]] | None:
+    """(attribute, descending) pairs of a plain-field ordering; None for expressions/paths."""
     meta = qs.model._meta
-    for name in reversed(ordering):
-        descending = name.startswith("-")
+    keys = []
+    for name in ordering:
         field_name = name.lstrip("-")
         if "__" in field_name or "." in field_name or field_name == "?":
-            return rows
-        if field_name != "pk":
-            with suppress(FieldDoesNotExist):
-                field_name = meta.get_field(field_name).attname
-        try:
-            rows.sort(key=lambda row, f=field_name: _none_last(getter(row, f)), reverse=descending)
-        except (KeyError, AttributeError, IndexError, TypeError, StopIteration):
-            return rows
+            return None
+        if field_name == "pk":
+            field_name = meta.pk.attname  # type: ignore[union-attr]
+        else:
+            try:
+                field_name = meta.get_field(field_name).attname  # type: ignore[union-attr]
+            except FieldDoesNotExist:
+                return None
+        keys.append((field_name, name.startswith("-")))
+    return keys
+
+
+def _merged_rows(
+    qs: ShardedQuerySet, shards: list[ShardedQuerySet], ordering: list[str]
+) -> list[Any]:
+    """The rows of every shard, sorted by the query's ordering (stable, multi-key).
+
+    Values querysets that do not select their ordering columns fetch them as well and
+    drop them after sorting, so the merge never falls back to shard order.
+    """
+    keys = _sort_keys(qs, ordering)
+    if keys is None:
+        raise NotImplementedError(
+            f"ordering {ordering} across shards needs plain field names; order by model "
+            "fields (or run per shard with .using(alias))"
+        )
+    iterable = qs._iterable_class
+    if iterable is ModelIterable:
+        rows = [row for shard in shards for row in shard]
+        return _sort(rows, keys, lambda row, name: getattr(row, name))
+    names = list(qs._fields or ())
+    if iterable is ValuesIterable and not names:
+        rows = [row for shard in shards for row in shard]
+        return _sort(rows, keys, lambda row, name: row[name])
+    if not names:
+        names = [f.attname for f in qs.model._meta.concrete_fields]
+    pk_name = qs.model._meta.pk.attname  # type: ignore[union-attr]
+    columns = [pk_name if n == "pk" else n for n in names]
+    extra = [name for name, _ in keys if name not in columns]
+    wanted = [*names, *extra]
+    rows = [tuple(row) for shard in shards for row in shard.values_list(*wanted)]
+    index = {name: i for i, name in enumerate([*columns, *extra])}
+    rows = _sort(rows, keys, lambda row, name: row[index[name]])
+    width = len(names)
+    if iterable is ValuesIterable:
+        return [dict(zip(names, row[:width], strict=True)) for row in rows]
+    if iterable is FlatValuesListIterable:
+        return [row[0] for row in rows]
+    if iterable is NamedValuesListIterable:
+        from collections import namedtuple
+
+        factory = namedtuple("Row", names)  # type: ignore[misc]
+        return [factory(*row[:width]) for row in rows]
+    return [row[:width] for row in rows]
+
+
+def _sort(rows: list[Any], keys: list[tuple[str, bool]], get: Any) -> list[Any]:
+    for name, descending in reversed(keys):
+        rows.sort(key=lambda row, n=name: _none_last(get(row, n)), reverse=descending)
     return rows
 
 
 def _none_last(value: Any) -> tuple[bool, Any]:
     return (value is None, value)
-
-
-def _key_getter(qs: ShardedQuerySet) -> Any:
-    iterable = qs._iterable_class
-    pk_name = qs.model._meta.pk.attname
-    if iterable is ModelIterable or iterable is NamedValuesListIterable:
-        return lambda row, name: getattr(row, name)
-    if iterable is ValuesIterable:
-        return lambda row, name: row[
-            "pk" if name == "pk" and "pk" in row else (pk_name if name == "pk" else name)
-        ]
-    if iterable in (ValuesListIterable, FlatValuesListIterable):
-        names = list(qs._fields or ())
-        flat = iterable is FlatValuesListIterable
-
-        def get(row: Any, name: str) -> Any:
-            aliases = {name, pk_name, "pk"} if name in (pk_name, "pk") else {name}
-            index = next(i for i, field in enumerate(names) if field in aliases)
-            return row if flat else row[index]
-
-        return get
-    return None
 
 
 class ShardedManager(models.Manager.from_queryset(ShardedQuerySet)):

@@ -90,3 +90,15 @@ class Tag(models.Model):
 
     ref = SnowflakeField(unique=True)
     name = models.CharField(max_length=50)
+
+
+class Review(models.Model):
+    """Not co-located with its order: a soft reference (no constraint across databases)."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    order = models.ForeignKey(
+        Order, on_delete=models.DO_NOTHING, db_constraint=False, related_name="reviews"
+    )
+    stars = models.IntegerField(default=5)
+
+    objects = ShardedManager()
