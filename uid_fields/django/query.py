@@ -505,10 +505,10 @@ def _sort_keys(qs: ShardedQuerySet, ordering: list[str]) -> list[tuple[str, bool
         if "__" in field_name or "." in field_name or field_name == "?":
             return None
         if field_name == "pk":
-            field_name = meta.pk.attname  # type: ignore[union-attr]
+            field_name = meta.pk.attname
         else:
             try:
-                field_name = meta.get_field(field_name).attname  # type: ignore[union-attr]
+                field_name = meta.get_field(field_name).attname
             except FieldDoesNotExist:
                 return None
         keys.append((field_name, name.startswith("-")))
@@ -539,7 +539,7 @@ def _merged_rows(
         return _sort(rows, keys, lambda row, name: row[name])
     if not names:
         names = [f.attname for f in qs.model._meta.concrete_fields]
-    pk_name = qs.model._meta.pk.attname  # type: ignore[union-attr]
+    pk_name = qs.model._meta.pk.attname
     columns = [pk_name if n == "pk" else n for n in names]
     extra = [name for name, _ in keys if name not in columns]
     wanted = [*names, *extra]
@@ -554,7 +554,7 @@ def _merged_rows(
     if iterable is NamedValuesListIterable:
         from collections import namedtuple
 
-        factory = namedtuple("Row", names)  # type: ignore[misc]
+        factory = namedtuple("Row", names)
         return [factory(*row[:width]) for row in rows]
     return [row[:width] for row in rows]
 
