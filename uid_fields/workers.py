@@ -146,7 +146,9 @@ class _Backend(Protocol):
         """Extend the lease if ``token`` still holds it (compare-and-renew)."""
         ...
 
-    def release(self, name: str, value: int, token: str) -> None: ...
+    def release(self, name: str, value: int, token: str, hold_ms: int) -> None:
+        """Give the id back, but only ``hold_ms`` from now: a clock-skew margin."""
+        ...
 
     def after_fork(self) -> None:
         """In a forked child: drop (never close) the parent's connections."""
@@ -165,6 +167,9 @@ class _LeaseState:
         self.ttl = ttl
         self.margin = margin
         self.ttl_ms = max(1, round(ttl * 1000))
+        # A released id stays taken this long, so a host whose clock is behind ours by
+        # less than the margin cannot re-issue the times we just used.
+        self.hold_ms = max(1, round(margin * 1000))
         self.interval = ttl / 3
         self.pid = os.getpid()
         self.io_lock = threading.Lock()
@@ -205,15 +210,19 @@ class _LeaseState:
                 f"use one lease object per node field (asked for {field} 0..{maximum})"
             )
         self.field, self.maximum = field, maximum
-        held = self.held
-        if held is None or time.monotonic() >= held[2]:
-            with self.io_lock:
-                held = self.held
-                if held is None or time.monotonic() >= held[2]:
-                    if held is not None:
-                        self.drop_locked("it was not renewed before its deadline")
-                    held = self.claim_locked(field, maximum)
-        self.start_thread()
+        try:
+            held = self.held
+            if held is None or time.monotonic() >= held[2]:
+                with self.io_lock:
+                    held = self.held
+                    if held is None or time.monotonic() >= held[2]:
+                        if held is not None:
+                            self.drop_locked("it was not renewed before its deadline")
+                        held = self.claim_locked(field, maximum)
+        finally:
+            # Even when this claim failed (a forked child, Redis down): the renewer
+            # keeps trying, so the lease recovers once the coordinator is back.
+            self.start_thread()
         return held[0]
 
     def current(self, field: str) -> int:
@@ -276,7 +285,7 @@ class _LeaseState:
         self.lost_reason = reason
         if held is not None and release:
             try:
-                self.backend.release(self.name, held[0], held[1])
+                self.backend.release(self.name, held[0], held[1], self.hold_ms)
             except Exception as exc:  # the id expires on its own
                 self.last_error = exc
 
@@ -337,7 +346,7 @@ class _LeaseState:
             if held is not None:
                 # at exit or in GC a failure is fine: the id expires on its own
                 with contextlib.suppress(Exception):
-                    self.backend.release(self.name, held[0], held[1])
+                    self.backend.release(self.name, held[0], held[1], self.hold_ms)
 
 
 def _check_ttl(name: str, ttl: float, margin: float | None) -> tuple[float, float]:
@@ -435,7 +444,7 @@ return 0
 """
 _REDIS_RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 """
@@ -466,8 +475,8 @@ class _RedisBackend:
     def renew(self, name: str, value: int, token: str, ttl_ms: int) -> bool:
         return bool(self._renew(keys=[self.key(name, value)], args=[token, ttl_ms]))
 
-    def release(self, name: str, value: int, token: str) -> None:
-        self._release(keys=[self.key(name, value)], args=[token])
+    def release(self, name: str, value: int, token: str, hold_ms: int) -> None:
+        self._release(keys=[self.key(name, value)], args=[token, hold_ms])
 
     def after_fork(self) -> None:
         self._connect()
@@ -739,12 +748,12 @@ class _DatabaseBackend:
 
         return bool(self._run(work))
 
-    def release(self, name: str, value: int, token: str) -> None:
+    def release(self, name: str, value: int, token: str, hold_ms: int) -> None:
         def work(cursor: Any, p: str, now: str) -> None:
             cursor.execute(
-                f"UPDATE {self.table} SET token = NULL, expires_ms = 0 WHERE name = {p} "
-                f"AND node = {p} AND token = {p}",
-                (name, value, token),
+                f"UPDATE {self.table} SET token = NULL, expires_ms = {now} + {p} "
+                f"WHERE name = {p} AND node = {p} AND token = {p}",
+                (hold_ms, name, value, token),
             )
 
         self._run(work)

@@ -99,15 +99,20 @@ def test_claims_the_lowest_free_id_and_releases_it(db: Database) -> None:
     gens = [SnowflakeGenerator(TWITTER, datacenter=2, worker=x) for x in (a, b, c)]
     assert [g.node["worker"] for g in gens] == [0, 1, 2]
     assert len(rows(db, "orders")) == 32  # the whole 5-bit range, made on first use
+    released_at = int(time.time() * 1000)
     b.release()
-    assert rows(db, "orders")[1] == (None, 0)
+    token, expires = rows(db, "orders")[1]
+    # Released, but kept for the clock-skew margin (ttl/4) before anyone may claim it.
+    assert token is None and released_at < expires <= int(time.time() * 1000) + 1250 + 50
     d = db.lease()
-    assert SnowflakeGenerator(TWITTER, worker=d).node["worker"] == 1
+    assert SnowflakeGenerator(TWITTER, worker=d).node["worker"] == 3
     ids = gens[0].next_ids(3000) + gens[2].next_ids(3000)
     assert len(set(ids)) == 6000
     for lease in (a, c, d):
         lease.release()
     assert all(token is None for token, _ in rows(db, "orders").values())
+    time.sleep(1.3)
+    assert SnowflakeGenerator(TWITTER, worker=db.lease()).node["worker"] == 0
 
 
 def test_renewal_moves_the_expiry_forward(db: Database) -> None:

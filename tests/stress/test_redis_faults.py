@@ -115,3 +115,40 @@ def test_a_lease_stolen_under_load_is_fenced(prefix: str) -> None:
     assert len(set(ids + thief_ids)) == len(ids) + len(thief_ids)
     victim_lease.release()
     other_lease.release()
+
+
+def test_a_child_forked_while_redis_is_down_recovers_when_it_returns(tmp_path: Path) -> None:
+    import json
+    import os
+
+    with redis_server(tmp_path) as server:
+        lease = RedisLease(server.url, "forkdown", ttl=TTL, margin=MARGIN)
+        gen = SnowflakeGenerator(TWITTER, worker=lease)
+        parent_ids = gen.next_ids(10)
+        server.kill()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: fenced at first, then a fresh id once Redis is back
+            os.close(read)
+            report: dict[str, object] = {"fenced": 0}
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                try:
+                    report["ids"] = gen.next_ids(10)
+                    report["worker"] = gen.node["worker"]
+                    break
+                except LeaseLostError:
+                    report["fenced"] = int(report["fenced"]) + 1  # type: ignore[call-overload]
+                    time.sleep(0.05)
+            with os.fdopen(write, "w") as pipe:
+                json.dump(report, pipe)
+            os._exit(0)
+        os.close(write)
+        time.sleep(0.5)
+        server.start()  # the same port
+        with os.fdopen(read) as pipe:
+            report = json.load(pipe)
+        os.waitpid(pid, 0)
+    assert report["fenced"] > 0  # it did not reuse the parent's id while Redis was away
+    assert "ids" in report, report
+    assert not set(report["ids"]) & set(parent_ids)
