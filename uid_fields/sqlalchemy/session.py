@@ -182,6 +182,12 @@ class ShardedIdSession(ShardedSession):
         if context.is_select:
             parent = context.lazy_loaded_from
             if parent is not None and parent.key is not None:
+                # A lazy load names the rows it wants: a many-to-one target is found by
+                # its own id (it may live elsewhere); otherwise the parent's shard.
+                params = context.parameters if isinstance(context.parameters, Mapping) else {}
+                named = self.router.criteria_shards(_where(context.statement), params)
+                if named:
+                    return sorted(named, key=self.router.order)
                 return [str(parent.key[2])]
         if context.is_insert:
             raise ShardRoutingError(
