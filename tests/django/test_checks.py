@@ -194,3 +194,12 @@ def test_foreign_keys_across_shards_are_e011() -> None:
         ("uid_fields.E011", Loose._meta.get_field("customer"))
     ]
     assert ids(check_managers()) == set()  # the test project itself is clean
+
+
+def test_two_generators_with_the_same_node_are_e012() -> None:
+    generators = dict(settings.UID_FIELDS["GENERATORS"])
+    generators["twin"] = dict(generators["default"])
+    generators["other_worker"] = dict(generators["default"], fields={"datacenter": 0, "worker": 2})
+    with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators)):
+        errors = [m for m in check_settings() if m.id == "uid_fields.E012"]
+    assert len(errors) == 1 and "'default' and 'twin'" in errors[0].msg

@@ -5,7 +5,8 @@ DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind d
 fit the field, E007 sharded model whose default manager is not sharded, E008 unknown
 shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
 attribute is taken, E011 a foreign key between rows that may live on different
-databases; W001 a layout exhausted within five years.
+databases, E012 two generators that would issue the same ids; W001 a layout exhausted
+within five years.
 """
 
 from __future__ import annotations
@@ -166,6 +167,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                     id="uid_fields.W001",
                 )
             )
+    errors.extend(_same_ids_errors([n for n in conf.GENERATORS if not _generator_errors(n)]))
     for name, config in conf.SHARDS.items():
         aliases = list(config.get("databases", [])) + list(config.get("ranges", {}))
         missing = [a for a in aliases if a not in settings.DATABASES]
@@ -176,6 +178,36 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                     id="uid_fields.E003",
                 )
             )
+    return errors
+
+
+def _same_ids_errors(names: list[str]) -> list[checks.CheckMessage]:
+    """Two generators of one process that would issue the same ids (E012).
+
+    Same layout and same node values mean the same id space, and each keeps its own
+    sequence, so both would issue ``(time, node, 0)`` in the same millisecond.
+    """
+    seen: dict[Any, str] = {}
+    errors: list[checks.CheckMessage] = []
+    for name in names:
+        generator = conf_module.get_generator(name)
+        layout = getattr(generator, "layout", None)
+        node = getattr(generator, "node", None)
+        if layout is None or node is None or getattr(generator, "_sequence", None) is not None:
+            continue
+        key = (layout, tuple(sorted(dict(node).items())))
+        if key in seen:
+            errors.append(
+                checks.Error(
+                    f"generators {seen[key]!r} and {name!r} have the same layout, epoch and "
+                    f"node values {dict(node)}: they would issue the same ids",
+                    hint="Give one of them another node value (another worker id), or "
+                    "use one generator name for both fields.",
+                    id="uid_fields.E012",
+                )
+            )
+        else:
+            seen[key] = name
     return errors
 
 
