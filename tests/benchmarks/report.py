@@ -16,10 +16,10 @@ LIMIT = 4096 * 1000
 # Why a target can miss, written next to it in the report when it does.
 CAUSES = {
     "django_insert": (
-        "bulk_create with a Snowflake key binds one more value per row than BigAutoField "
-        "(the id), and Django runs every bound value through the field's Python "
-        "get_db_prep_value pipeline; BigAutoField's ids are made by the server and come "
-        "back through RETURNING, which on loopback costs less. See Gaps below."
+        "bulk_create with a Snowflake key inserts one more column per row than "
+        "BigAutoField (the id): Django's insert compiler does per-field, per-row Python "
+        "work for it and the driver sends one more parameter, while BigAutoField's ids "
+        "are made by the server. See Gaps below."
     ),
     "sqla_insert": (
         "the Snowflake rows carry one more bound parameter per row (the id) than the "
