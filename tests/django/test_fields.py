@@ -141,3 +141,19 @@ def test_decimal_generator_stored_unsigned() -> None:
 def test_field_classes_exported() -> None:
     assert {SnowflakeField, ShardedBigIntField, LocalityUUIDField, UniqIdField}
     assert Purchase._meta.pk.shard_key == "customer"  # type: ignore[union-attr]
+
+
+@pytest.mark.django_db(databases="__all__")
+def test_decimal_ids_are_stored_unsigned_on_mariadb() -> None:
+    from django.conf import settings
+    from django.db import connections
+
+    if settings.BACKEND != "mysql":
+        pytest.skip("column types checked on the MariaDB pass (UID_FIELDS_TEST_DB=mysql)")
+    with connections["shard_0"].cursor() as cursor:
+        cursor.execute("SHOW COLUMNS FROM testapp_legacyrow LIKE 'id'")
+        column_type = cursor.fetchone()[1]
+    assert column_type.lower() == "bigint(20) unsigned"
+    big = LegacyRow(id=10**19 + 3, label="20 digits")  # past the signed range
+    big.save(using=LegacyRow._meta.pk.shard_map.database_for(big.id))
+    assert LegacyRow.objects.get(pk=10**19 + 3).label == "20 digits"
