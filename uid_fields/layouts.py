@@ -144,6 +144,30 @@ class IntLayout:
                 return self.max_value
         return self._unit_bounds(self.unit_of(ms))[1]
 
+    def time_condition(self, op: str, at: datetime | int) -> tuple[str, int] | bool:
+        """The condition on ids equivalent to "creation time ``op`` ``at``".
+
+        ``op`` is one of ``>=``, ``>``, ``<=``, ``<``, compared at the layout's time unit.
+        The answer is ``(op, bound)`` for ``id op bound``, or ``True``/``False`` when
+        every id / no id qualifies (an instant outside the lifetime), so no adapter ever
+        writes an out-of-range integer into SQL.
+        """
+        if op in (">=", "<"):
+            low = self.min_id(at, clamp=True)
+            if low <= 0:
+                return op == ">="
+            if low > self.max_value:
+                return op == "<"
+            return op, low
+        if op in (">", "<="):
+            high = self.max_id(at, clamp=True)
+            if high < 0:
+                return op == ">"
+            if high >= self.max_value:
+                return op == "<="
+            return op, high
+        raise ValueError(f"op must be one of >=, >, <=, <; got {op!r}")
+
     def coerce(self, value: object) -> int:
         """``value`` as an id of this layout, or ValueError/TypeError."""
         return coerce_id(value, max_value=self.max_value)

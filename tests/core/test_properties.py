@@ -178,3 +178,31 @@ def test_decode_fuzz_uniqid(value: str, total: int) -> None:
     except ValueError:
         return
     assert parts.value == value
+
+
+TINY = SnowflakeLayout(epoch_ms=1000, time_bits=6, sequence_bits=3, time_unit_ms=10)
+
+
+@given(
+    st.sampled_from([">=", ">", "<=", "<"]),
+    st.integers(0, 2**9 - 1),
+    st.integers(0, 1000 + 70 * 10),
+)
+def test_time_condition_is_the_time_comparison(op: str, value: int, at_ms: int) -> None:
+    # Every instant, inside the lifetime or not, against every id of a tiny layout.
+    id_unit = value >> TINY.time_shift
+    at_unit = (at_ms - TINY.epoch_ms) // TINY.time_unit_ms
+    expected = {
+        ">=": id_unit >= at_unit,
+        ">": id_unit > at_unit,
+        "<=": id_unit <= at_unit,
+        "<": id_unit < at_unit,
+    }[op]
+    condition = TINY.time_condition(op, at_ms)
+    if isinstance(condition, bool):
+        assert condition is expected
+    else:
+        cond_op, bound = condition
+        assert 0 <= bound <= TINY.max_value
+        got = {">=": value >= bound, ">": value > bound, "<=": value <= bound, "<": value < bound}
+        assert got[cond_op] is expected

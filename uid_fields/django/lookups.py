@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from django.core.exceptions import EmptyResultSet, FieldError, ValidationError
+from django.core.exceptions import EmptyResultSet, FieldError, FullResultSet, ValidationError
 from django.db.models import DateTimeField, Lookup, Transform
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -67,20 +67,22 @@ class _IdTimeLookup(Lookup):
             raise FieldError("__time lookups need an integer id layout")
         return layout
 
-    def bounds(self) -> list[tuple[str, int]]:
+    def comparisons(self) -> list[tuple[str, dt.datetime]]:
+        """(operator, instant) pairs that all hold for a matching id."""
         raise NotImplementedError
 
     def as_sql(self, compiler: Any, connection: Any) -> Any:
-        lhs_sql, params = compiler.compile(self.lhs.lhs)
-        layout = self.layout
-        clauses, params = [], list(params)
-        for operator, bound in self.bounds():
-            if operator == "<" and bound > layout.max_value:
-                operator, bound = "<=", layout.max_value  # before a time past the lifetime: all
-            if bound > layout.max_value:
-                raise EmptyResultSet  # after the lifetime: no id can be there
-            clauses.append(f"{lhs_sql} {operator} %s")
-            params.append(bound)
+        lhs_sql, lhs_params = compiler.compile(self.lhs.lhs)
+        clauses, params = [], []
+        for op, at in self.comparisons():
+            condition = self.layout.time_condition(op, at)
+            if condition is False:
+                raise EmptyResultSet  # no id can be there (outside the lifetime)
+            if condition is not True:
+                clauses.append(f"{lhs_sql} {condition[0]} %s")
+                params += [*lhs_params, condition[1]]
+        if not clauses:
+            raise FullResultSet  # every id qualifies
         return " AND ".join(clauses), params
 
 
@@ -88,51 +90,46 @@ class _IdTimeLookup(Lookup):
 class IdTimeGte(_IdTimeLookup):
     lookup_name = "gte"
 
-    def bounds(self) -> list[tuple[str, int]]:
-        return [(">=", self.layout.min_id(self.rhs, clamp=True))]
+    def comparisons(self) -> list[tuple[str, dt.datetime]]:
+        return [(">=", self.rhs)]
 
 
 @IdTime.register_lookup
 class IdTimeGt(_IdTimeLookup):
     lookup_name = "gt"
 
-    def bounds(self) -> list[tuple[str, int]]:
-        return [(">", self.layout.max_id(self.rhs, clamp=True))]
+    def comparisons(self) -> list[tuple[str, dt.datetime]]:
+        return [(">", self.rhs)]
 
 
 @IdTime.register_lookup
 class IdTimeLte(_IdTimeLookup):
     lookup_name = "lte"
 
-    def bounds(self) -> list[tuple[str, int]]:
-        return [("<=", self.layout.max_id(self.rhs, clamp=True))]
+    def comparisons(self) -> list[tuple[str, dt.datetime]]:
+        return [("<=", self.rhs)]
 
 
 @IdTime.register_lookup
 class IdTimeLt(_IdTimeLookup):
     lookup_name = "lt"
 
-    def bounds(self) -> list[tuple[str, int]]:
-        return [("<", self.layout.min_id(self.rhs, clamp=True))]
+    def comparisons(self) -> list[tuple[str, dt.datetime]]:
+        return [("<", self.rhs)]
 
 
 @IdTime.register_lookup
 class IdTimeExact(_IdTimeLookup):
     lookup_name = "exact"
 
-    def bounds(self) -> list[tuple[str, int]]:
-        layout = self.layout
-        return [
-            (">=", layout.min_id(self.rhs, clamp=True)),
-            ("<=", layout.max_id(self.rhs, clamp=True)),
-        ]
+    def comparisons(self) -> list[tuple[str, dt.datetime]]:
+        return [(">=", self.rhs), ("<=", self.rhs)]
 
 
 @IdTime.register_lookup
 class IdTimeRange(_IdTimeLookup):
     lookup_name = "range"
 
-    def bounds(self) -> list[tuple[str, int]]:
+    def comparisons(self) -> list[tuple[str, dt.datetime]]:
         low, high = self.rhs
-        layout = self.layout
-        return [(">=", layout.min_id(low, clamp=True)), ("<=", layout.max_id(high, clamp=True))]
+        return [(">=", low), ("<=", high)]

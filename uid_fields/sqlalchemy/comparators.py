@@ -9,6 +9,7 @@ they give conditions that are always true (``id IS NOT NULL``) or always false.
 
 from __future__ import annotations
 
+import operator
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +20,8 @@ from sqlalchemy.types import TypeEngine
 from ..layouts import IntLayout
 
 __all__ = ["IdTime"]
+
+_OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 
 Instant = datetime | int  # an aware datetime, or Unix milliseconds
 
@@ -40,37 +43,26 @@ class IdTime:
     def _always(self) -> ColumnElement[bool]:
         return self.column.is_not(None)
 
-    def __ge__(self, at: Instant) -> ColumnElement[bool]:
-        low = self.layout.min_id(at, clamp=True)
-        if low > self.layout.max_value:
-            return false()
-        if low <= 0:
+    def _compare(self, op: str, at: Instant) -> ColumnElement[bool]:
+        condition = self.layout.time_condition(op, at)
+        if condition is True:
             return self._always()
-        return self.column >= self._bound(low)
+        if condition is False:
+            return false()
+        op, bound = condition
+        return self.column.operate(_OPERATORS[op], self._bound(bound))
+
+    def __ge__(self, at: Instant) -> ColumnElement[bool]:
+        return self._compare(">=", at)
 
     def __gt__(self, at: Instant) -> ColumnElement[bool]:
-        high = self.layout.max_id(at, clamp=True)
-        if high >= self.layout.max_value:
-            return false()
-        if high < 0:
-            return self._always()
-        return self.column > self._bound(high)
+        return self._compare(">", at)
 
     def __le__(self, at: Instant) -> ColumnElement[bool]:
-        high = self.layout.max_id(at, clamp=True)
-        if high < 0:
-            return false()
-        if high >= self.layout.max_value:
-            return self._always()
-        return self.column <= self._bound(high)
+        return self._compare("<=", at)
 
     def __lt__(self, at: Instant) -> ColumnElement[bool]:
-        low = self.layout.min_id(at, clamp=True)
-        if low <= 0:
-            return false()
-        if low > self.layout.max_value:
-            return self._always()
-        return self.column < self._bound(low)
+        return self._compare("<", at)
 
     def between(self, start: Instant, end: Instant) -> ColumnElement[bool]:
         """Ids made from ``start`` to ``end``, both time units included."""
