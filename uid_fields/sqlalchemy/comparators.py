@@ -9,11 +9,11 @@ they give conditions that are always true (``id IS NOT NULL``) or always false.
 
 from __future__ import annotations
 
-import operator
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import false, literal
+from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeEngine
 
@@ -21,7 +21,7 @@ from ..layouts import IntLayout
 
 __all__ = ["IdTime"]
 
-_OPERATORS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+_OPERATORS = {">=": operators.ge, ">": operators.gt, "<=": operators.le, "<": operators.lt}
 
 Instant = datetime | int  # an aware datetime, or Unix milliseconds
 
