@@ -454,9 +454,9 @@ def _valid_id(field: UidField, value: Any) -> bool:
     if hasattr(value, "resolve_expression"):
         return True  # F() and subqueries are the database's to compare
     try:
-        field.to_python(value)
-        if field.layout is not None:
-            field.layout.coerce(value if not isinstance(value, str) else value.strip())
+        converted = field.to_python(value)
+        if field.layout is not None and converted is not None:
+            field.layout.coerce(converted)  # in range of the layout, not just an int
     except (ValidationError, TypeError, ValueError):
         return False
     return True
