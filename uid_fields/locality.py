@@ -52,20 +52,27 @@ _set_safe = uuid.UUID.__dict__["is_safe"].__set__
 _UNKNOWN = uuid.SafeUUID.unknown
 # Every 16-bit value with its 4 hex digits reversed (256 KiB), so that reversing the 8
 # digits of a counter on the hot path is two lookups instead of bytes round trips.
-_REV16 = array(
-    "I",
-    [
-        (d << 12) | (c << 8) | (b << 4) | a
-        for a in range(16)
-        for b in range(16)
-        for c in range(16)
-        for d in range(16)
-    ],
-)
+# Filled by the first user, not at import: most processes never make a locality UUID.
+_REV16 = array("I")
+_rev16_lock = threading.Lock()
+
+
+def _fill_rev16() -> None:
+    with _rev16_lock:
+        if not _REV16:
+            _REV16.extend(
+                (d << 12) | (c << 8) | (b << 4) | a
+                for a in range(16)
+                for b in range(16)
+                for c in range(16)
+                for d in range(16)
+            )
 
 
 def reverse_nibbles(value: int) -> int:
     """The 32-bit value with its 8 hex digits in reverse order (its own inverse)."""
+    if not _REV16:
+        _fill_rev16()
     value &= _MASK32
     return (_REV16[value & 0xFFFF] << 16) | _REV16[value >> 16]
 
@@ -229,6 +236,7 @@ class LocalityUUIDGenerator:
         self.pid = _check("pid", pid, 0xFFFF) if pid is not None else os.getpid() % 65536
         self.mac = _mac_bits(mac)
         self._forked_from: int | None = None
+        _fill_rev16()
         self._start()
         _live.add(self)
 
