@@ -4,12 +4,17 @@ from . import locality, uniqid
 from .clock import Clock, ManualClock, SystemClock
 from .errors import (
     ClockMovedBackwardsError,
+    ConfigurationError,
     CoordinatorUnavailableError,
     ForkedGeneratorError,
     LayoutExhaustedError,
     LeaseLostError,
+    ShardKeyError,
+    ShardRoutingError,
     UidFieldsError,
+    UnroutableQueryError,
     WorkerIdsExhaustedError,
+    WrongShardError,
 )
 from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
 from .layouts import (
@@ -39,6 +44,7 @@ __all__ = [
     "TWITTER",
     "Clock",
     "ClockMovedBackwardsError",
+    "ConfigurationError",
     "CoordinatorUnavailableError",
     "DatabaseLease",
     "DecimalGenerator",
@@ -51,14 +57,18 @@ __all__ = [
     "ManualClock",
     "RedisLease",
     "RedisSequence",
+    "ShardKeyError",
     "ShardMap",
+    "ShardRoutingError",
     "ShardedIdGenerator",
     "SnowflakeGenerator",
     "SnowflakeLayout",
     "SystemClock",
     "UidFieldsError",
     "UniqIdGenerator",
+    "UnroutableQueryError",
     "WorkerIdsExhaustedError",
+    "WrongShardError",
     "locality",
     "uniqid",
 ]

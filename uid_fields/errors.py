@@ -4,12 +4,17 @@ from __future__ import annotations
 
 __all__ = [
     "ClockMovedBackwardsError",
+    "ConfigurationError",
     "CoordinatorUnavailableError",
     "ForkedGeneratorError",
     "LayoutExhaustedError",
     "LeaseLostError",
+    "ShardKeyError",
+    "ShardRoutingError",
     "UidFieldsError",
+    "UnroutableQueryError",
     "WorkerIdsExhaustedError",
+    "WrongShardError",
 ]
 
 
@@ -56,3 +61,45 @@ class WorkerIdsExhaustedError(UidFieldsError, RuntimeError):
 
 class CoordinatorUnavailableError(UidFieldsError, ConnectionError):
     """The Redis server or database that hands out node ids could not be reached."""
+
+
+class ConfigurationError(UidFieldsError, ValueError):
+    """A settings dict (generators, shard maps, leases) is malformed; names the key.
+
+    Django reports these as system checks; SQLAlchemy users see them when they build
+    generators and maps from the dict.
+    """
+
+
+class ShardRoutingError(UidFieldsError, LookupError):
+    """A row or a query names no shard, so nothing was sent anywhere.
+
+    Raised by both ORMs instead of silently reading one database (Django's ``default``)
+    or silently reading them all: route by id or shard key, pick a shard, or fan out on
+    purpose (``on_all_shards()``).
+    """
+
+
+#: The name the Django integration used first; the same class.
+UnroutableQueryError = ShardRoutingError
+
+
+class ShardKeyError(UidFieldsError, ValueError):
+    """A shard key is missing, or is not a value a shard can be picked by.
+
+    A ``ValueError``, so forms and serializers that catch ``ValueError`` report it as a
+    field error.
+    """
+
+
+class WrongShardError(UidFieldsError, ValueError):
+    """A write was sent to a database that the row's id (or its parent's) does not name.
+
+    The row would be stored where no routed read could find it. ``database`` is where
+    the write was sent, ``expected`` where the id says the row lives.
+    """
+
+    def __init__(self, message: str, *, database: str, expected: str) -> None:
+        self.database = database
+        self.expected = expected
+        super().__init__(message)

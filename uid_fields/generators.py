@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from .clock import Clock, system_clock
 from .errors import ClockMovedBackwardsError, ForkedGeneratorError, LayoutExhaustedError
+from .hashing import mix64
 from .layouts import DecimalLayout, DecimalParts, IntLayout, SnowflakeLayout, SnowflakeParts
 from .sequences import SequenceSource
 from .timeutil import format_ms
@@ -380,8 +381,6 @@ class ShardedIdGenerator:
         if isinstance(shard_key, bool) or not isinstance(shard_key, int):
             raise TypeError(f"shard_key must be an int, got {shard_key!r}")
         if self.key_hash == "mixed":
-            from .shards import mix64
-
             shard_key = mix64(shard_key)
         return shard_key % self.logical_shards
 

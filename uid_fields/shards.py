@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from . import uniqid
+from .hashing import mix64
 from .layouts import DecimalLayout, SnowflakeLayout, coerce_id
 
 __all__ = [
@@ -30,16 +31,6 @@ __all__ = [
     "mix64",
     "route_for",
 ]
-
-_MASK64 = (1 << 64) - 1
-
-
-def mix64(value: int) -> int:
-    """SplitMix64's finaliser: a stable, well-spread 64-bit integer hash."""
-    z = value & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
 
 
 class Route(Protocol):

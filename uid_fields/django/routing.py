@@ -9,14 +9,10 @@ from typing import Any
 
 from django.db import models
 
-from ..errors import UidFieldsError
+from ..errors import UnroutableQueryError
 from .fields import UidField, _is_db_default
 
 __all__ = ["ShardRouter", "UnroutableQueryError", "database_for_instance", "sharded_pk"]
-
-
-class UnroutableQueryError(UidFieldsError, LookupError):
-    """A query on a sharded model names no shard; it would silently read ``default``."""
 
 
 def sharded_pk(model: Any) -> UidField | None:
