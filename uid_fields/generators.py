@@ -330,7 +330,7 @@ class ShardedIdGenerator:
         layout: SnowflakeLayout,
         *,
         shard_field: str = "shard",
-        key_hash: Literal["modulo", "mixed"] = "modulo",
+        key_hash: Literal["modulo", "mixed"] | None = None,
         clock: Clock | None = None,
         max_backward_ms: float = 10,
         on_fork: OnFork = "raise",
@@ -338,8 +338,10 @@ class ShardedIdGenerator:
     ) -> None:
         if not isinstance(layout, SnowflakeLayout):
             raise TypeError(f"layout must be a SnowflakeLayout, got {layout!r}")
-        if key_hash not in ("modulo", "mixed"):
+        if key_hash not in (None, "modulo", "mixed"):
             raise ValueError(f"key_hash must be 'modulo' or 'mixed', got {key_hash!r}")
+        # None: not chosen. next_id(shard_key=) then takes Instagram's plain modulo, and
+        # model fields (uid_fields.placement) mix keys so small integers spread evenly.
         self.key_hash = key_hash
         if shard_field not in layout.field_names:
             raise ValueError(
@@ -373,6 +375,9 @@ class ShardedIdGenerator:
 
     def shard_for_key(self, shard_key: object) -> int:
         """The logical shard of a shard key: ``key % 2**shard_bits``, as Instagram does.
+
+        This is the generator's own ``next_id(shard_key=)``; model fields place rows
+        through ``uid_fields.placement``, which mixes keys unless ``key_hash="modulo"``.
 
         With ``key_hash="mixed"`` the key is first mixed by a stable hash: needed when
         keys are themselves snowflakes, whose low bits (the sequence) are mostly 0 at

@@ -7,7 +7,8 @@ traffic a snowflake's sequence is 0 in nearly every id, so a plain ``id % 4`` se
 every row to one shard. Python's ``hash()`` is randomised per process and is never used.
 
 The map from logical shards to databases is separate, so moving a range of logical
-shards to a new server changes the map, never the ids.
+shards to a new server changes the map, never the ids. Which route a generator's ids
+take, and how new rows pick their logical shard, is decided in ``uid_fields.placement``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ __all__ = [
     "Route",
     "ShardMap",
     "mix64",
-    "route_for",
 ]
 
 
@@ -198,44 +198,6 @@ class ShardMap:
         """The alias of the database an id lives on."""
         return self._table[self.route.logical_shard(value)]
 
-    def logical_shard_in(self, alias: str, key: int) -> int:
-        """A logical shard held by ``alias``, picked by a stable hash of ``key``.
-
-        Co-locates rows with a parent on another map: the child's ids carry a logical
-        shard that lives on the parent's database.
-        """
-        try:
-            low, high = self.ranges[alias]
-        except KeyError:
-            raise ValueError(
-                f"database {alias!r} is not in this shard map ({list(self.databases)})"
-            ) from None
-        return low + mix64(key) % (high - low)
-
-    def colocated_logical_shard(self, parent: ShardMap, parent_id: Any, key: int) -> int:
-        """A logical shard for a child row that must live with ``parent_id``'s row.
-
-        The parent's logical shard, scaled to this map's logical space: the same number
-        when both maps count alike (Instagram's children share the parent's shard),
-        otherwise one of the child shards that correspond to it, picked by ``key``. So a
-        later split of a database's range along the parent's logical shards keeps
-        children with their parents. When explicit ranges disagree, any logical shard
-        on the parent's database will do.
-        """
-        parent_logical = parent.logical_shard(parent_id)
-        ours, theirs = self.logical_shards, parent.logical_shards
-        if ours >= theirs and ours % theirs == 0:
-            per_parent = ours // theirs
-            logical = parent_logical * per_parent + mix64(key) % per_parent
-        elif theirs % ours == 0:
-            logical = parent_logical // (theirs // ours)
-        else:
-            logical = -1
-        alias = parent.database(parent_logical)
-        if 0 <= logical < ours and self.database(logical) == alias:
-            return logical
-        return self.logical_shard_in(alias, key)
-
     def group(self, values: Iterable[Any]) -> dict[str, list[Any]]:
         """Ids grouped by database, each group in input order."""
         groups: dict[str, list[Any]] = {}
@@ -265,34 +227,3 @@ def _check_cover(ranges: Mapping[str, tuple[int, int]], total: int) -> None:
     missing = [i for i, alias in enumerate(owner) if alias is None]
     if missing:
         raise ValueError(f"{len(missing)} logical shard(s) map to no database, first {missing[:5]}")
-
-
-def route_for(generator: object, by: str | None = None, logical_shards: int = 1024) -> Route:
-    """The natural route of a generator's ids.
-
-    Sharded ids route by their shard field, uniqids by their shard digit, decimal ids
-    by their server digits, locality UUIDs by their counter block, snowflakes by the
-    mixed modulo; ``by`` names a node field to route on instead (a datacenter, say).
-    """
-    from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
-    from .locality import LocalityUUIDGenerator
-    from .uniqid import UniqIdGenerator
-
-    if by is not None:
-        layout = getattr(generator, "layout", None)
-        if not isinstance(layout, SnowflakeLayout):
-            raise ValueError(f"by={by!r} needs a snowflake layout, not {generator!r}")
-        return ByField(layout, by)
-    if isinstance(generator, ShardedIdGenerator):
-        return ByField(generator.layout, generator.shard_field)
-    if isinstance(generator, UniqIdGenerator):
-        return ByUniqIdDigit(generator.total_shards)
-    if isinstance(generator, LocalityUUIDGenerator):
-        return ByLocalityBlock(logical_shards)
-    if isinstance(generator, DecimalGenerator):
-        if generator.layout.server_digits:
-            return ByDecimalServer(generator.layout)
-        return ByModulo(logical_shards, max_value=generator.layout.max_value)
-    if isinstance(generator, SnowflakeGenerator):
-        return ByModulo(logical_shards, max_value=generator.layout.max_value)
-    raise TypeError(f"no route for {generator!r}")

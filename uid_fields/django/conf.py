@@ -18,7 +18,8 @@ from django.dispatch import receiver
 from ..generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
 from ..layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 from ..locality import LocalityUUIDGenerator
-from ..shards import ShardMap, route_for
+from ..placement import route_for
+from ..shards import ShardMap
 from ..timeutil import parse_instant
 from ..uniqid import UniqIdGenerator
 from ..workers import FromEnv
@@ -156,7 +157,7 @@ def build_generator(name: str, config: Mapping[str, Any]) -> Generator:
         return ShardedIdGenerator(
             layout,
             shard_field=config.get("shard_field", "shard"),
-            key_hash=config.get("key_hash", "modulo"),
+            key_hash=config.get("key_hash"),
             **options,
             **fields,
         )

@@ -9,8 +9,6 @@ UPDATE first.
 
 from __future__ import annotations
 
-import itertools
-import random
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -21,8 +19,10 @@ from django.db import models
 from django.db.models.signals import post_init
 from django.utils.translation import gettext_lazy as _
 
-from ..generators import DecimalGenerator, ShardedIdGenerator
+from ..errors import ShardKeyError
+from ..generators import DecimalGenerator
 from ..layouts import IntLayout
+from ..placement import Placement
 from ..shards import ShardMap
 from . import conf
 
@@ -79,7 +79,7 @@ class UidField(models.Field):  # type: ignore[type-arg]
         if kwargs.get("primary_key"):
             kwargs.setdefault("editable", False)
         kwargs.setdefault("blank", True)
-        self._round_robin = itertools.count(random.randrange(1 << 16))
+        self._placement: Placement | None = None
         super().__init__(*args, **kwargs)
 
     # -- settings-backed objects ---------------------------------------------------------
@@ -98,61 +98,72 @@ class UidField(models.Field):  # type: ignore[type-arg]
         layout = getattr(self.generator, "layout", None)
         return layout if isinstance(layout, IntLayout) else None
 
+    @property
+    def placement(self) -> Placement:
+        """The core's answer to where rows of this field live (rebuilt when settings change)."""
+        generator, shard_map = self.generator, self.shard_map
+        parent = self.parent_field()
+        parent_placement = parent.placement if parent is not None else None
+        cached = self._placement
+        if (
+            cached is None
+            or cached.generator is not generator
+            or cached.shard_map is not shard_map
+            or cached.parent is not parent_placement
+        ):
+            cached = self._placement = Placement(
+                generator,
+                shard_map,
+                parent=parent_placement,
+                name=f"{self.model.__name__}.{self.name}",
+            )
+        return cached
+
+    def parent_field(self) -> UidField | None:
+        """The sharded id field of the row this field's shard key points at, if any."""
+        if not self.shard_key:
+            return None
+        key_field = self.shard_key_field()
+        return _sharded_pk(key_field.related_model) if key_field.is_relation else None
+
     # -- generation ----------------------------------------------------------------------
     def generate(self, instance: models.Model | None) -> Any:
         """A new id for ``instance``; None while its shard key is unknown."""
-        generator = self.generator
-        if isinstance(generator, ShardedIdGenerator):
-            if self.shard_key:
-                if instance is None:
-                    return None
-                logical = self.logical_shard_for(instance)
-                if logical is None:
-                    return None
-            else:
-                logical = next(self._round_robin) % generator.logical_shards
-            return generator.next_id(shard=logical)
-        return generator.next_id()
+        if not self.shard_key:
+            return self.placement.new_id()
+        if instance is None:
+            return None
+        key = self.shard_key_value(instance)
+        if key is None:
+            return None
+        return self.placement.new_id(key)
 
     def generate_many(self, count: int) -> list[Any]:
         """Ids for a batch of objects without shard keys: the generator's batch path."""
-        generator = self.generator
-        if isinstance(generator, ShardedIdGenerator):
-            return [self.generate(None) for _ in range(count)]
-        return list(generator.next_ids(count))
+        return self.placement.new_ids(count)
 
     def shard_key_field(self) -> models.Field:  # type: ignore[type-arg]
         assert self.shard_key is not None
         return self.model._meta.get_field(self.shard_key)  # type: ignore[return-value]
 
+    def shard_key_value(self, instance: models.Model) -> Any:
+        """The raw value of an instance's shard key (a parent's id for a foreign key)."""
+        return getattr(instance, self.shard_key_field().attname)
+
     def logical_shard_for(self, instance: models.Model) -> int | None:
         """The logical shard an instance's shard key picks, or None if the key is unset."""
-        return self.logical_shard_for_key(getattr(instance, self.shard_key_field().attname))
+        return self.logical_shard_for_key(self.shard_key_value(instance))
 
     def logical_shard_for_key(self, key: Any) -> int | None:
-        """The logical shard a shard key value picks (None for no key)."""
+        """The logical shard a shard key value picks (None for no key).
+
+        ``ShardKeyError`` (a ``ValueError``) for a value no shard can be picked by.
+        """
         if isinstance(key, models.Model):
             key = key.pk
         if key is None:
             return None
-        key_field = self.shard_key_field()
-        generator = self.generator
-        assert isinstance(generator, ShardedIdGenerator)
-        parent = _sharded_pk(key_field.related_model) if key_field.is_relation else None
-        shard_map = self.shard_map
-        if parent is not None and parent.shard_map is not None and shard_map is not None:
-            # A foreign key to a sharded row: live with that row.
-            return shard_map.colocated_logical_shard(parent.shard_map, key, parent.to_int(key))
-        return generator.shard_for_key(self.to_int(key))
-
-    def to_int(self, value: Any) -> int:
-        if isinstance(value, uuid.UUID):
-            return value.int
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
-        raise TypeError(f"{self.shard_key} must be an int to pick a shard, got {value!r}")
+        return self.placement.logical_shard_for_key(key)
 
     def fill(self, instance: models.Model) -> Any:
         """Make sure ``instance`` has an id (when it can have one) and return it.
@@ -166,7 +177,7 @@ class UidField(models.Field):  # type: ignore[type-arg]
         if (value is None or _is_db_default(value)) and not self.database_default:
             value = self.generate(instance)
             if value is None:
-                raise ValueError(
+                raise ShardKeyError(
                     f"{type(instance).__name__}.{self.shard_key} must be set before the "
                     f"object is saved: it picks the shard of {self.name}"
                 )
@@ -177,13 +188,8 @@ class UidField(models.Field):  # type: ignore[type-arg]
     def _stale_for_key(self, instance: models.Model, value: Any) -> bool:
         if not instance._state.adding or _made(instance).get(self.attname) != value:
             return False  # stored, or chosen by the caller: never replaced
-        generator = self.generator
-        expected = self.logical_shard_for(instance)
-        return (
-            isinstance(generator, ShardedIdGenerator)
-            and expected is not None
-            and generator.shard_of(value) != expected
-        )
+        key = self.shard_key_value(instance)
+        return key is not None and not self.placement.fits_key(value, key)
 
     # -- Django hooks --------------------------------------------------------------------
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:

@@ -22,6 +22,7 @@ from django.db.models.query import (
     ValuesIterable,
 )
 
+from ..errors import ShardKeyError
 from .fields import UidField
 from .routing import colocated, database_for_instance, sharded_pk
 
@@ -164,7 +165,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 aliases = set()
                 for item in values:
                     with suppress(TypeError, ValueError):  # an id no shard can hold matches no row
-                        aliases.add(shard_map.database_for(_plain(item)))
+                        aliases.add(field.placement.database_of(_plain(item)))
             elif base in key_names and kind == "exact":
                 try:
                     logical = field.logical_shard_for_key(value)
@@ -316,7 +317,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         groups: dict[str, list[Any]] = {}
         for value in id_list:
             try:
-                groups.setdefault(field.shard_map.database_for(_plain(value)), []).append(value)
+                groups.setdefault(field.placement.database_of(_plain(value)), []).append(value)
             except (TypeError, ValueError):
                 continue
         result = {}
@@ -421,12 +422,21 @@ def _fill_ids(objs: Sequence[models.Model]) -> None:
     field = type(objs[0])._meta.pk
     if not isinstance(field, UidField) or field.database_default:
         return
+    for obj in objs:
+        if field.shard_key and getattr(obj, field.attname) is not None:
+            field.fill(obj)  # re-makes an id whose shard key changed since construction
     missing = [o for o in objs if getattr(o, field.attname) is None]
-    if field.shard_key:
-        for obj in missing:
-            field.fill(obj)
+    if not missing:
         return
-    for obj, value in zip(missing, field.generate_many(len(missing)), strict=True):
+    keys: list[Any] | None = None
+    if field.shard_key:
+        keys = [field.shard_key_value(o) for o in missing]
+        if any(key is None for key in keys):
+            raise ShardKeyError(
+                f"{field.model.__name__}.{field.shard_key} must be set before the objects "
+                f"are saved: it picks the shard of {field.name}"
+            )
+    for obj, value in zip(missing, field.placement.new_ids(len(missing), keys), strict=True):
         setattr(obj, field.attname, value)
 
 

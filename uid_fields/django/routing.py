@@ -67,7 +67,7 @@ def database_for_instance(instance: models.Model) -> str:
             )
         return field.shard_map.database(logical)
     value = field.fill(instance)  # also re-makes an id whose shard key changed
-    return field.shard_map.database_for(value)
+    return field.placement.database_of(value)
 
 
 _pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)
@@ -119,7 +119,7 @@ class ShardRouter:
                 return instance._state.db  # type: ignore[no-any-return]
             pointed = _pointer(instance, model)
             if pointed is not None:  # a foreign key's target: route by its id
-                return field.shard_map.database_for(pointed)  # type: ignore[union-attr]
+                return field.placement.database_of(pointed)
             # A related manager of a row these rows do not live with: a sharded
             # queryset fans out (see ShardedQuerySet._add_hints); a new row is routed
             # by its own id when it is saved.

@@ -1,0 +1,382 @@
+"""The placement authority: which logical shard, and so which database, every row gets.
+
+Both ORM adapters ask this module and do no placement arithmetic of their own, so one
+model declaration puts the same ids on the same databases under Django and SQLAlchemy.
+It owns:
+
+- the natural route of a generator (how its ids name a logical shard) and whether a
+  shard map's route can read a generator's ids at all;
+- normalising a shard key (an int, a digit string, a UUID; a parent row is passed as its
+  id) to one integer, with ``ShardKeyError`` for anything else;
+- the logical shard a key picks: mixed by a stable hash by default, so small integer keys
+  (owners 1..1000) spread over every database instead of filling the first range;
+  Instagram's plain ``key % 2**bits`` when the generator asks for ``key_hash="modulo"``;
+- co-location: a child keyed by a sharded parent takes the parent's logical shard, scaled
+  between the two logical spaces, so splitting a database along logical shards keeps
+  every family together;
+- the keyless choice (round robin over the databases, a stable spread inside each);
+- ids for a batch, one generator call per logical shard.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, Protocol
+
+from .errors import ConfigurationError, ShardKeyError, WrongShardError
+from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
+from .hashing import mix64
+from .layouts import SnowflakeLayout
+from .locality import LocalityUUIDGenerator
+from .shards import (
+    ByDecimalServer,
+    ByField,
+    ByLocalityBlock,
+    ByModulo,
+    ByUniqIdDigit,
+    Route,
+    ShardMap,
+)
+from .uniqid import UniqIdGenerator
+
+__all__ = [
+    "KeyHash",
+    "Placement",
+    "colocated_logical_shard",
+    "logical_shard_in",
+    "normalize_shard_key",
+    "route_fits",
+    "route_for",
+]
+
+KeyHash = Literal["mixed", "modulo"]
+
+_KEY_MIN = -(1 << 63)
+_KEY_LIMIT = 1 << 64
+
+
+class IdGenerator(Protocol):
+    def next_id(self) -> Any: ...
+
+
+def route_for(generator: object, by: str | None = None, logical_shards: int = 1024) -> Route:
+    """The natural route of a generator's ids.
+
+    Sharded ids route by their shard field, uniqids by their shard digit, decimal ids
+    by their server digits, locality UUIDs by their counter block, snowflakes by the
+    mixed modulo; ``by`` names a node field to route on instead (a datacenter, say).
+    """
+    if by is not None:
+        layout = getattr(generator, "layout", None)
+        if not isinstance(layout, SnowflakeLayout):
+            raise ValueError(f"by={by!r} needs a snowflake layout, not {generator!r}")
+        return ByField(layout, by)
+    if isinstance(generator, ShardedIdGenerator):
+        return ByField(generator.layout, generator.shard_field)
+    if isinstance(generator, UniqIdGenerator):
+        return ByUniqIdDigit(generator.total_shards)
+    if isinstance(generator, LocalityUUIDGenerator):
+        return ByLocalityBlock(logical_shards)
+    if isinstance(generator, DecimalGenerator):
+        if generator.layout.server_digits:
+            return ByDecimalServer(generator.layout)
+        return ByModulo(logical_shards, max_value=generator.layout.max_value)
+    if isinstance(generator, SnowflakeGenerator):
+        return ByModulo(logical_shards, max_value=generator.layout.max_value)
+    raise TypeError(f"no route for {generator!r}")
+
+
+def route_fits(route: Route, generator: object) -> str | None:
+    """Why ``route`` cannot read the ids of ``generator``, or None when it can.
+
+    A map that reads Instagram's shard bits sends Twitter snowflakes by their worker
+    and sequence bits, so a map is only usable for the ids it was made for.
+    """
+    layout = getattr(generator, "layout", None)
+    if isinstance(route, ByField):
+        if not isinstance(layout, SnowflakeLayout) or route.field not in layout.field_names:
+            return (
+                f"it reads the {route.field!r} bits of {route.layout!r}, which {generator!r} lacks"
+            )
+        ours = (layout.field_shift(route.field), layout.field_bits(route.field))
+        theirs = (route.layout.field_shift(route.field), route.layout.field_bits(route.field))
+        if ours != theirs:
+            return (
+                f"it reads the {route.field!r} bits at another position than {generator!r} "
+                "writes them"
+            )
+        return None
+    if isinstance(route, ByModulo):
+        if isinstance(generator, (LocalityUUIDGenerator, UniqIdGenerator)):
+            return f"it takes a modulo of integer ids, and {generator!r} makes no integers"
+        return None
+    if isinstance(route, ByDecimalServer):
+        if not isinstance(generator, DecimalGenerator) or (
+            generator.layout.server_scale != route.layout.server_scale
+        ):
+            return f"it reads the server digits of decimal ids, which {generator!r} lacks"
+        return None
+    if isinstance(route, ByLocalityBlock):
+        if not isinstance(generator, LocalityUUIDGenerator):
+            return f"it reads locality UUIDs, which {generator!r} does not make"
+        return None
+    if isinstance(route, ByUniqIdDigit):
+        if not isinstance(generator, UniqIdGenerator) or (
+            generator.total_shards != route.logical_shards
+        ):
+            return f"it reads the shard digit of uniqids over {route.logical_shards} shards"
+        return None
+    return None  # a route of the user's own: trusted
+
+
+def normalize_shard_key(value: object, *, name: str = "shard key") -> int:
+    """The one integer a shard key stands for.
+
+    Ints, strings of ASCII digits (a key read from a URL or a form) and UUIDs (their 128
+    bits) are keys; a parent row is passed by its id. Booleans, floats, empty or
+    non-ASCII strings and out-of-range ints raise ``ShardKeyError``, never pick a shard.
+    """
+    if isinstance(value, bool):
+        raise ShardKeyError(f"{name}={value!r} is a bool, not a key")
+    if isinstance(value, int):
+        if not _KEY_MIN <= value < _KEY_LIMIT:
+            raise ShardKeyError(f"{name}={value} is out of the 64-bit range of keys")
+        return value
+    if isinstance(value, uuid.UUID):
+        return value.int
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit():
+            number = int(text)
+            if number >= _KEY_LIMIT:
+                raise ShardKeyError(f"{name}={value!r} is out of the 64-bit range of keys")
+            return number
+        try:
+            return uuid.UUID(text).int
+        except ValueError:
+            pass
+        raise ShardKeyError(f"{name}={value!r} is neither a number nor a UUID")
+    raise ShardKeyError(f"{name} must be an int, a digit string or a UUID, not {value!r}")
+
+
+def logical_shard_in(shard_map: ShardMap, alias: str, key: int) -> int:
+    """A logical shard held by ``alias``, picked by a stable hash of ``key``."""
+    try:
+        low, high = shard_map.ranges[alias]
+    except KeyError:
+        raise ValueError(
+            f"database {alias!r} is not in this shard map ({list(shard_map.databases)})"
+        ) from None
+    return low + mix64(key) % (high - low)
+
+
+def colocated_logical_shard(child: ShardMap, parent: ShardMap, parent_id: object, key: int) -> int:
+    """A logical shard of ``child`` for a row that must live with ``parent_id``'s row.
+
+    The parent's logical shard, scaled to the child's logical space: the same number
+    when both count alike (Instagram's children share the parent's shard), otherwise
+    one of the child shards that correspond to it, picked by ``key``. So a later split of
+    a database's range along the parent's logical shards keeps children with their
+    parents. When explicit ranges disagree, any logical shard on the parent's database.
+    """
+    parent_logical = parent.logical_shard(parent_id)
+    ours, theirs = child.logical_shards, parent.logical_shards
+    if ours >= theirs and ours % theirs == 0:
+        per_parent = ours // theirs
+        logical = parent_logical * per_parent + mix64(key) % per_parent
+    elif theirs % ours == 0:
+        logical = parent_logical // (theirs // ours)
+    else:
+        logical = -1
+    alias = parent.database(parent_logical)
+    if 0 <= logical < ours and child.database(logical) == alias:
+        return logical
+    return logical_shard_in(child, alias, key)
+
+
+class Placement:
+    """Where the rows of one id field live, and how their ids are made to say so.
+
+    ``generator`` makes the ids; ``shard_map`` places their logical shards on databases
+    (None for a field that is not sharded); ``parent`` is the placement of the row a
+    shard key points at, when the rows must live with their parent. Adapters build one
+    per field and call only this.
+    """
+
+    def __init__(
+        self,
+        generator: Any,
+        shard_map: ShardMap | None = None,
+        *,
+        parent: Placement | None = None,
+        key_hash: KeyHash | None = None,
+        name: str = "id",
+    ) -> None:
+        if shard_map is not None:
+            problem = route_fits(shard_map.route, generator)
+            if problem is not None:
+                raise ConfigurationError(
+                    f"{name}: the shard map {shard_map!r} cannot route it: {problem}"
+                )
+        chosen = key_hash or getattr(generator, "key_hash", None) or "mixed"
+        if chosen not in ("mixed", "modulo"):
+            raise ConfigurationError(
+                f"{name}: key_hash must be 'mixed' or 'modulo', not {chosen!r}"
+            )
+        self.generator = generator
+        self.shard_map = shard_map
+        self.parent = parent
+        self.key_hash: KeyHash = chosen
+        self.name = name
+        self._keyless = itertools.count(random.randrange(1 << 16))
+        self._keyless_lock = threading.Lock()
+
+    # -- reading ids ---------------------------------------------------------------------
+    @property
+    def sharded(self) -> bool:
+        return self.shard_map is not None
+
+    @property
+    def embeds_shard(self) -> bool:
+        """Whether ids carry a logical shard chosen per row (Instagram's shard bits)."""
+        return isinstance(self.generator, ShardedIdGenerator)
+
+    @property
+    def logical_shards(self) -> int:
+        if self.shard_map is not None:
+            return self.shard_map.logical_shards
+        if isinstance(self.generator, ShardedIdGenerator):
+            return self.generator.logical_shards
+        return 1
+
+    def logical_shard_of(self, value: object) -> int:
+        """The logical shard an id names (``ValueError``/``TypeError`` for no id)."""
+        if self.shard_map is not None:
+            return self.shard_map.logical_shard(value)
+        if isinstance(self.generator, ShardedIdGenerator):
+            return self.generator.shard_of(value)
+        return 0
+
+    def database_of(self, value: object) -> str:
+        """The database an id lives on."""
+        return self._map().database_for(value)
+
+    def group(self, values: Iterable[Any]) -> dict[str, list[Any]]:
+        """Ids grouped by database, each group in input order."""
+        return self._map().group(values)
+
+    @property
+    def databases(self) -> tuple[str, ...]:
+        return self._map().databases
+
+    # -- shard keys ----------------------------------------------------------------------
+    def logical_shard_for_key(self, key: object) -> int:
+        """The logical shard a shard key (or a parent id) picks for a new row."""
+        if self.parent is not None:
+            parent_id = key
+            number = normalize_shard_key(parent_id, name=self.name)
+            if self.shard_map is not None and self.parent.shard_map is not None:
+                return colocated_logical_shard(
+                    self.shard_map, self.parent.shard_map, parent_id, number
+                )
+            return self._hash_key(number)
+        return self._hash_key(normalize_shard_key(key, name=self.name))
+
+    def _hash_key(self, number: int) -> int:
+        total = self.logical_shards
+        if self.key_hash == "mixed":
+            return mix64(number) % total
+        return number % total
+
+    def database_for_key(self, key: object) -> str:
+        """The database a shard key (or a parent id) puts a new row on."""
+        return self._map().database(self.logical_shard_for_key(key))
+
+    def fits_key(self, value: object, key: object) -> bool:
+        """Whether an existing id already carries the logical shard ``key`` picks.
+
+        For a child of a parent on another layout, any logical shard on the parent's
+        database fits: the id may have been made before a split with another number.
+        """
+        if not self.embeds_shard:
+            return True
+        mine = self.logical_shard_of(value)
+        if self.parent is not None and self.shard_map is not None:
+            return self.shard_map.database(mine) == self.database_for_key(key)
+        return mine == self.logical_shard_for_key(key)
+
+    # -- making ids ----------------------------------------------------------------------
+    def keyless_logical_shard(self) -> int:
+        """The logical shard of a new row that has no shard key: round robin over the
+        databases (an even spread of rows), a stable spread inside each range."""
+        with self._keyless_lock:
+            turn = next(self._keyless)
+        if self.shard_map is not None:
+            databases = self.shard_map.databases
+            alias = databases[turn % len(databases)]
+            return logical_shard_in(self.shard_map, alias, turn)
+        return mix64(turn) % self.logical_shards
+
+    def new_id(self, key: object = None) -> Any:
+        """A fresh id: its logical shard from ``key`` when the ids embed one."""
+        generator = self.generator
+        if not isinstance(generator, ShardedIdGenerator):
+            return generator.next_id()
+        logical = self.keyless_logical_shard() if key is None else self.logical_shard_for_key(key)
+        return generator.next_id(shard=logical)
+
+    def new_ids(self, count: int, keys: Sequence[object] | None = None) -> list[Any]:
+        """``count`` fresh ids, one generator call per logical shard.
+
+        ``keys`` (one per id, None for no key) place the ids of a sharded generator;
+        without keys the ids are spread as ``new_id()`` spreads them.
+        """
+        generator = self.generator
+        if keys is not None and len(keys) != count:
+            raise ValueError(f"{count} ids need {count} keys, got {len(keys)}")
+        if not isinstance(generator, ShardedIdGenerator):
+            next_ids = getattr(generator, "next_ids", None)
+            if next_ids is None:
+                return [generator.next_id() for _ in range(count)]
+            return list(next_ids(count))
+        logicals = [
+            self.keyless_logical_shard()
+            if keys is None or keys[i] is None
+            else self.logical_shard_for_key(keys[i])
+            for i in range(count)
+        ]
+        positions: dict[int, list[int]] = {}
+        for index, logical in enumerate(logicals):
+            positions.setdefault(logical, []).append(index)
+        out: list[Any] = [None] * count
+        for logical, indexes in positions.items():
+            for index, value in zip(
+                indexes, generator.next_ids(len(indexes), logical), strict=True
+            ):
+                out[index] = value
+        return out
+
+    # -- writes --------------------------------------------------------------------------
+    def check_write(self, value: object, database: str, *, what: str = "row") -> None:
+        """Refuse to store an id on a database it does not name (``WrongShardError``)."""
+        expected = self.database_of(value)
+        if expected != database:
+            raise WrongShardError(
+                f"this {what}'s id {value} lives on {expected!r}, but the write was sent to "
+                f"{database!r}: a row stored off its shard cannot be found by its id",
+                database=database,
+                expected=expected,
+            )
+
+    def _map(self) -> ShardMap:
+        if self.shard_map is None:
+            raise ConfigurationError(f"{self.name} is not sharded: it has no shard map")
+        return self.shard_map
+
+    def __repr__(self) -> str:
+        parent = f" with parent {self.parent.name}" if self.parent is not None else ""
+        return f"<Placement {self.name} {self.generator!r} {self.shard_map!r}{parent}>"
