@@ -51,6 +51,7 @@ __all__ = [
     "normalize_shard_key",
     "route_fits",
     "route_for",
+    "scaled_logical_shard",
 ]
 
 KeyHash = Literal["mixed", "modulo"]
@@ -174,26 +175,33 @@ def logical_shard_in(shard_map: ShardMap, alias: str, key: int) -> int:
     return low + mix64(key) % (high - low)
 
 
+def scaled_logical_shard(parent_logical: int, theirs: int, ours: int, key: int) -> int:
+    """The parent's logical shard scaled from a space of ``theirs`` to one of ``ours``.
+
+    The same number when both count alike (Instagram's children share the parent's
+    shard); one of the ``ours // theirs`` shards that correspond to it, picked by ``key``,
+    when ours is finer; the one that contains it when ours is coarser; -1 when neither
+    divides the other.
+    """
+    if ours >= theirs and ours % theirs == 0:
+        per_parent = ours // theirs
+        return parent_logical * per_parent + mix64(key) % per_parent
+    if theirs % ours == 0:
+        return parent_logical // (theirs // ours)
+    return -1
+
+
 def colocated_logical_shard(child: ShardMap, parent: ShardMap, parent_id: object, key: int) -> int:
     """A logical shard of ``child`` for a row that must live with ``parent_id``'s row.
 
-    The parent's logical shard, scaled to the child's logical space: the same number
-    when both count alike (Instagram's children share the parent's shard), otherwise
-    one of the child shards that correspond to it, picked by ``key``. So a later split of
+    The parent's logical shard, scaled to the child's logical space, so a later split of
     a database's range along the parent's logical shards keeps children with their
     parents. When explicit ranges disagree, any logical shard on the parent's database.
     """
     parent_logical = parent.logical_shard(parent_id)
-    ours, theirs = child.logical_shards, parent.logical_shards
-    if ours >= theirs and ours % theirs == 0:
-        per_parent = ours // theirs
-        logical = parent_logical * per_parent + mix64(key) % per_parent
-    elif theirs % ours == 0:
-        logical = parent_logical // (theirs // ours)
-    else:
-        logical = -1
+    logical = scaled_logical_shard(parent_logical, parent.logical_shards, child.logical_shards, key)
     alias = parent.database(parent_logical)
-    if 0 <= logical < ours and child.database(logical) == alias:
+    if 0 <= logical < child.logical_shards and child.database(logical) == alias:
         return logical
     return logical_shard_in(child, alias, key)
 
@@ -201,10 +209,11 @@ def colocated_logical_shard(child: ShardMap, parent: ShardMap, parent_id: object
 class Placement:
     """Where the rows of one id field live, and how their ids are made to say so.
 
-    ``generator`` makes the ids; ``shard_map`` places their logical shards on databases
-    (None for a field that is not sharded); ``parent`` is the placement of the row a
-    shard key points at, when the rows must live with their parent. Adapters build one
-    per field and call only this.
+    ``generator`` makes the ids (None when a database function makes them); ``shard_map``
+    places their logical shards on databases (None while no map is known: ids can still
+    be made and read by ``route``, the generator's natural one by default); ``parent`` is
+    the placement of the row a shard key points at, when the rows must live with their
+    parent. Adapters build one per field and call only this.
     """
 
     def __init__(
@@ -212,11 +221,13 @@ class Placement:
         generator: Any,
         shard_map: ShardMap | None = None,
         *,
+        route: Route | None = None,
         parent: Placement | None = None,
         key_hash: KeyHash | None = None,
         name: str = "id",
+        embeds_shard: bool | None = None,
     ) -> None:
-        if shard_map is not None:
+        if shard_map is not None and generator is not None:
             problem = route_fits(shard_map.route, generator)
             if problem is not None:
                 raise ConfigurationError(
@@ -227,11 +238,21 @@ class Placement:
             raise ConfigurationError(
                 f"{name}: key_hash must be 'mixed' or 'modulo', not {chosen!r}"
             )
+        if shard_map is not None:
+            route = shard_map.route
+        elif route is None:
+            if generator is None:
+                raise ConfigurationError(f"{name}: ids made by a database need a route")
+            route = route_for(generator)
         self.generator = generator
         self.shard_map = shard_map
+        self.route = route
         self.parent = parent
         self.key_hash: KeyHash = chosen
         self.name = name
+        self._embeds = (
+            isinstance(generator, ShardedIdGenerator) if embeds_shard is None else embeds_shard
+        )
         self._keyless = itertools.count(random.randrange(1 << 16))
         self._keyless_lock = threading.Lock()
 
@@ -242,24 +263,20 @@ class Placement:
 
     @property
     def embeds_shard(self) -> bool:
-        """Whether ids carry a logical shard chosen per row (Instagram's shard bits)."""
-        return isinstance(self.generator, ShardedIdGenerator)
+        """Whether ids carry a logical shard chosen per row (Instagram's shard bits).
+
+        Also true of ids a database function makes (``generator`` None): each database
+        stamps a logical shard it owns.
+        """
+        return self._embeds
 
     @property
     def logical_shards(self) -> int:
-        if self.shard_map is not None:
-            return self.shard_map.logical_shards
-        if isinstance(self.generator, ShardedIdGenerator):
-            return self.generator.logical_shards
-        return 1
+        return self.route.logical_shards
 
     def logical_shard_of(self, value: object) -> int:
         """The logical shard an id names (``ValueError``/``TypeError`` for no id)."""
-        if self.shard_map is not None:
-            return self.shard_map.logical_shard(value)
-        if isinstance(self.generator, ShardedIdGenerator):
-            return self.generator.shard_of(value)
-        return 0
+        return self.route.logical_shard(value)
 
     def database_of(self, value: object) -> str:
         """The database an id lives on."""
@@ -283,7 +300,14 @@ class Placement:
                 return colocated_logical_shard(
                     self.shard_map, self.parent.shard_map, parent_id, number
                 )
-            return self._hash_key(number)
+            # No databases known yet: the scaled shard, checked again when placed.
+            scaled = scaled_logical_shard(
+                self.parent.logical_shard_of(parent_id),
+                self.parent.logical_shards,
+                self.logical_shards,
+                number,
+            )
+            return scaled if scaled >= 0 else self._hash_key(number)
         return self._hash_key(normalize_shard_key(key, name=self.name))
 
     def _hash_key(self, number: int) -> int:
@@ -306,6 +330,8 @@ class Placement:
             return True
         mine = self.logical_shard_of(value)
         if self.parent is not None and self.shard_map is not None:
+            if self.parent.shard_map is None:
+                return True  # nothing to check against until the parent's map is known
             return self.shard_map.database(mine) == self.database_for_key(key)
         return mine == self.logical_shard_for_key(key)
 
@@ -324,6 +350,8 @@ class Placement:
     def new_id(self, key: object = None) -> Any:
         """A fresh id: its logical shard from ``key`` when the ids embed one."""
         generator = self.generator
+        if generator is None:
+            raise TypeError(f"ids of {self.name} are made by the database")
         if not isinstance(generator, ShardedIdGenerator):
             return generator.next_id()
         logical = self.keyless_logical_shard() if key is None else self.logical_shard_for_key(key)
@@ -336,6 +364,8 @@ class Placement:
         without keys the ids are spread as ``new_id()`` spreads them.
         """
         generator = self.generator
+        if generator is None:
+            raise TypeError(f"ids of {self.name} are made by the database")
         if keys is not None and len(keys) != count:
             raise ValueError(f"{count} ids need {count} keys, got {len(keys)}")
         if not isinstance(generator, ShardedIdGenerator):

@@ -57,5 +57,5 @@ def test_bulk_insert_refuses_rows_it_cannot_route(sqlite_shards: dict[str, Engin
         with pytest.raises(ShardKeyError):
             bulk_insert(session, Photo, [{"caption": "no owner"}])
         with pytest.raises(ShardKeyError):
-            bulk_insert(session, Photo, [{"owner_id": "7"}])
+            bulk_insert(session, Photo, [{"owner_id": "seven"}])
         assert log.count() == 0

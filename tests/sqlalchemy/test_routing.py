@@ -140,7 +140,9 @@ def test_children_routed_by_their_parent(shards: dict[str, Engine]) -> None:
 def test_rows_of_one_shard_key_share_one_engine(shards: dict[str, Engine]) -> None:
     with sharded_session(shards) as session:
         photos = [
-            Photo(owner_id=owner, caption=str(n)) for owner in (3, 4000, 8000) for n in range(10)
+            Photo(owner_id=owner, caption=str(n))
+            for owner in (3, 4000, 8000, 1, 2, 5)
+            for n in range(10)
         ]
         session.add_all(photos)
         session.commit()

@@ -13,7 +13,6 @@ from typing import Any
 from sqlalchemy import Table, insert, inspect
 from sqlalchemy.engine import Connection, Engine
 
-from ..generators import ShardedIdGenerator
 from ..shards import ShardMap
 from .errors import ShardKeyError, ShardRoutingError
 from .routing import Router, TableRoute
@@ -42,21 +41,14 @@ def _fill_ids(route: TableRoute, rows: list[dict[str, Any]]) -> None:
         raise ShardRoutingError(
             f"{route.table.name}.{key} is made by the database; bulk_insert needs the ids"
         )
-    generator = config.generator
-    if isinstance(generator, ShardedIdGenerator) and config.shard_key_column is not None:
-        by_shard: dict[int, list[dict[str, Any]]] = {}
-        for row in missing:
-            shard_key = row.get(config.shard_key_column)
-            if shard_key is None:
-                raise ShardKeyError(
-                    f"row without {key} needs its shard key {config.shard_key_column!r}"
-                )
-            by_shard.setdefault(config.logical_shard_of_key(shard_key), []).append(row)
-        for logical, group in by_shard.items():
-            for row, value in zip(group, generator.next_ids(len(group), logical), strict=True):
-                row[key] = value
-        return
-    for row, value in zip(missing, config.new_ids(len(missing)), strict=True):
+    keys: list[Any] | None = None
+    if config.shard_key_column is not None:
+        keys = [row.get(config.shard_key_column) for row in missing]
+        if any(k is None for k in keys):
+            raise ShardKeyError(
+                f"row without {key} needs its shard key {config.shard_key_column!r}"
+            )
+    for row, value in zip(missing, route.placement.new_ids(len(missing), keys), strict=True):
         row[key] = value
 
 

@@ -7,19 +7,20 @@ built (see ``listeners``); the column's ``insert_default`` covers Core ``insert(
 
 from __future__ import annotations
 
-import random
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from sqlalchemy.engine.default import DefaultExecutionContext
 from sqlalchemy.orm import MappedColumn, mapped_column
 from sqlalchemy.sql.schema import Column
 
+from ..errors import ShardKeyError
 from ..generators import ShardedIdGenerator
 from ..layouts import IntLayout, SnowflakeLayout
 from ..locality import LocalityUUIDGenerator
-from ..shards import ByField, Route, route_for
+from ..placement import KeyHash, Placement, route_for
+from ..shards import ByField, Route, ShardMap
 from .ddl import DatabaseIds
-from .errors import ShardKeyError
 from .types import LocalityUUIDType, SnowflakeType
 
 __all__ = [
@@ -44,7 +45,13 @@ class IntIdGenerator(Protocol):
 
 
 class FieldConfig:
-    """What a uid column knows: how to make its ids and how they route."""
+    """What a uid column knows: how to make its ids and how they route.
+
+    Placement itself (which logical shard, which database) is the core's
+    ``uid_fields.placement.Placement``: ``placement`` is this column's own (its ``shards``
+    map, or none until a session supplies one), used to make ids when objects are built;
+    a session asks ``placement_for`` with its own default map.
+    """
 
     def __init__(
         self,
@@ -54,49 +61,90 @@ class FieldConfig:
         route: Route,
         shard_key: str | None = None,
         database_ids: DatabaseIds | None = None,
+        shards: ShardMap | None = None,
+        key_hash: KeyHash | None = None,
     ) -> None:
+        if shards is not None and not isinstance(shards, ShardMap):
+            raise TypeError(f"shards must be a ShardMap, got {shards!r}")
         self.kind = kind
         self.generator = generator
-        self.route = route
+        self.route = shards.route if shards is not None else route
         self.shard_key = shard_key  # attribute name on the mapped class
         self.shard_key_column: str | None = shard_key  # column key, fixed once mapped
         self.database_ids = database_ids
+        self.shard_map = shards
+        self.key_hash = key_hash
+        self.column: Column[Any] | None = None  # set when the class is mapped
+        self._placements: dict[tuple[int, int], Placement] = {}
+        if shards is not None:
+            self.placement_for(shards)  # a map that cannot read these ids fails here
 
     @property
     def client_side(self) -> bool:
         return self.generator is not None
 
+    @property
+    def name(self) -> str:
+        column = self.column
+        return f"{column.table.name}.{column.key}" if column is not None else self.kind
+
+    def parent_config(self) -> FieldConfig | None:
+        """The uid field of the row this column's shard key points at (co-location)."""
+        column = self.column
+        if column is None or self.shard_key_column is None:
+            return None
+        key_column = column.table.columns.get(self.shard_key_column)
+        for foreign_key in getattr(key_column, "foreign_keys", ()):
+            try:
+                target = foreign_key.column
+            except Exception:  # the referenced table is not in this metadata (yet)
+                continue
+            config = field_config(target)
+            if config is not None:
+                return config
+        return None
+
+    def placement_for(self, default_map: ShardMap | None = None) -> Placement:
+        """The core placement of this column, with its own map or else ``default_map``."""
+        shard_map = self.shard_map if self.shard_map is not None else default_map
+        parent = self.parent_config()
+        parent_placement = parent.placement_for(default_map) if parent is not None else None
+        key = (id(shard_map), id(parent_placement))
+        found = self._placements.get(key)
+        if found is None:
+            found = Placement(
+                self.generator,
+                shard_map,
+                route=self.route,
+                parent=parent_placement,
+                key_hash=self.key_hash,
+                name=self.name,
+                embeds_shard=self.kind == "sharded",
+            )
+            self._placements[key] = found
+        return found
+
+    @property
+    def placement(self) -> Placement:
+        return self.placement_for(None)
+
     def logical_shard_of_key(self, value: object) -> int:
         """The logical shard a shard key value names; ShardKeyError if it is no key."""
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ShardKeyError(
-                f"shard key {self.shard_key}={value!r} must be an int, not {type(value).__name__}"
-            )
-        if isinstance(self.generator, ShardedIdGenerator):
-            return self.generator.shard_for_key(value)
-        return value % self.route.logical_shards
+        return self.placement.logical_shard_for_key(value)
 
     def new_id(self, shard_key_value: object = None) -> Any:
-        """A fresh id; sharded fields need their shard key's value."""
-        generator = self.generator
-        if generator is None:
+        """A fresh id; sharded fields with a shard key need its value."""
+        if self.generator is None:
             raise TypeError("ids of this column are made by the database")
-        if not isinstance(generator, ShardedIdGenerator):
-            return generator.next_id()
-        if self.shard_key is None:
-            return generator.next_id(shard=random.randrange(generator.logical_shards))
-        if shard_key_value is None:
+        if self.shard_key is not None and shard_key_value is None:
             raise ShardKeyError(
                 f"no id without a shard key: set {self.shard_key} first (the id carries "
                 "its logical shard)"
             )
-        return generator.next_id(shard=self.logical_shard_of_key(shard_key_value))
+        return self.placement.new_id(shard_key_value)
 
-    def new_ids(self, count: int) -> list[Any]:
-        generator = self.generator
-        if isinstance(generator, ShardedIdGenerator):
-            return [self.new_id() for _ in range(count)]
-        return list(generator.next_ids(count))
+    def new_ids(self, count: int, keys: Sequence[object] | None = None) -> list[Any]:
+        return self.placement.new_ids(count, keys)
 
     def column_default(self, context: DefaultExecutionContext) -> Any:
         """``insert_default`` for Core inserts: reads the row's shard key if needed."""
@@ -144,18 +192,27 @@ def _column(
 
 
 def SnowflakeField(
-    *args: Any, generator: IntIdGenerator, route: Route | None = None, **kwargs: Any
+    *args: Any,
+    generator: IntIdGenerator,
+    route: Route | None = None,
+    shards: ShardMap | None = None,
+    **kwargs: Any,
 ) -> MappedColumn[Any]:
     """A ``BIGINT`` snowflake id column: ``id: Mapped[int] = SnowflakeField(generator=g)``.
 
     ``route`` says how an id names its logical shard; the default is the generator's
     natural one (a mixed modulo for snowflakes, the server digit for decimal ids).
+    ``shards`` places the rows by this column's own map (for example one built by
+    ``UidConfig.shard_map``); without it a session's default map is used, and a table
+    with a foreign key to a sharded table lives with that parent instead.
     Other arguments go to ``mapped_column`` (``primary_key=True``, ``init=False``...).
     """
     layout = getattr(generator, "layout", None)
     if not isinstance(layout, IntLayout) or not callable(getattr(generator, "next_id", None)):
         raise TypeError(f"generator must make integer ids of a layout, got {generator!r}")
-    config = FieldConfig("snowflake", generator=generator, route=route or route_for(generator))
+    config = FieldConfig(
+        "snowflake", generator=generator, route=route or route_for(generator), shards=shards
+    )
     return _column(SnowflakeType(layout), config, args, kwargs)
 
 
@@ -164,13 +221,17 @@ def ShardedBigIntField(
     generator: ShardedIdGenerator | None = None,
     shard_key: str | None = None,
     database_ids: DatabaseIds | None = None,
+    shards: ShardMap | None = None,
+    key_hash: KeyHash | None = None,
     **kwargs: Any,
 ) -> MappedColumn[Any]:
     """An Instagram-style id that carries its logical shard.
 
-    With ``shard_key="owner_id"`` the shard is ``owner_id % 2**shard_bits``, so all rows
-    of one owner share a database. With ``database_ids`` PostgreSQL makes the ids
-    (``server_default``) and Python only decodes and routes them.
+    With ``shard_key="owner_id"`` every row of one owner gets the logical shard the core
+    picks for that key (``uid_fields.placement``), so they share a database; when the key
+    is a foreign key to a sharded table, the row lives on its parent's database. With
+    ``database_ids`` PostgreSQL makes the ids (``server_default``) and Python only decodes
+    and routes them.
     """
     if (generator is None) == (database_ids is None):
         raise TypeError("give exactly one of generator= or database_ids=")
@@ -193,6 +254,8 @@ def ShardedBigIntField(
         route=route,
         shard_key=shard_key,
         database_ids=database_ids,
+        shards=shards,
+        key_hash=key_hash,
     )
     return _column(SnowflakeType(layout), config, args, kwargs)
 
@@ -201,6 +264,7 @@ def LocalityUUIDField(
     *args: Any,
     generator: LocalityUUIDGenerator,
     route: Route | None = None,
+    shards: ShardMap | None = None,
     **kwargs: Any,
 ) -> MappedColumn[Any]:
     """A locality UUID column: ``id: Mapped[uuid.UUID] = LocalityUUIDField(generator=g)``.
@@ -209,5 +273,7 @@ def LocalityUUIDField(
     """
     if not isinstance(generator, LocalityUUIDGenerator):
         raise TypeError(f"generator must be a LocalityUUIDGenerator, got {generator!r}")
-    config = FieldConfig("locality", generator=generator, route=route or route_for(generator))
+    config = FieldConfig(
+        "locality", generator=generator, route=route or route_for(generator), shards=shards
+    )
     return _column(LocalityUUIDType(), config, args, kwargs)

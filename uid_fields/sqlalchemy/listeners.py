@@ -15,7 +15,7 @@ from sqlalchemy import event, inspect
 from sqlalchemy.orm import Mapper
 from sqlalchemy.sql.schema import Column
 
-from ..generators import ShardedIdGenerator
+from ..errors import ShardKeyError
 from .fields import INFO_KEY, FieldConfig
 from .types import LocalityUUIDType, SnowflakeType
 
@@ -65,6 +65,9 @@ def _install_parts(mapper: Mapper[Any], cls: type) -> None:
 
 
 def _install_assignment(mapper: Mapper[Any], cls: type) -> None:
+    for _key, column, config in uid_columns(mapper):
+        if config.column is None:
+            config.column = column
     fields = [(key, config) for key, _column, config in uid_columns(mapper) if config.client_side]
     if not fields:
         return
@@ -91,27 +94,25 @@ def _install_assignment(mapper: Mapper[Any], cls: type) -> None:
 
 
 def _on_shard_key_set(id_key: str, config: FieldConfig) -> Callable[..., None]:
-    generator = config.generator
-    assert isinstance(generator, ShardedIdGenerator)
-
     def shard_key_set(target: Any, value: Any, oldvalue: Any, initiator: Any) -> None:
         if value is None:
             return
-        logical = config.logical_shard_of_key(value)  # ShardKeyError before any SQL
+        placement = config.placement
+        placement.logical_shard_for_key(value)  # ShardKeyError before any SQL
         state = inspect(target)
         current = state.dict.get(id_key)
         if current is None and state.key is not None:
             current = getattr(target, id_key)  # expired after a commit: reload it
-        same_shard = current is not None and generator.shard_of(current) == logical
+        fits = current is not None and placement.fits_key(current, value)
         if state.key is not None:
-            if current is not None and not same_shard:
-                raise ValueError(
-                    f"{config.shard_key}={value!r} would move this row to logical shard "
-                    f"{logical}; rows cannot change shards (create a new row instead)"
+            if current is not None and not fits:
+                raise ShardKeyError(
+                    f"{config.shard_key}={value!r} would move this row to another logical "
+                    "shard; rows cannot change shards (create a new row instead)"
                 )
             return
-        if not same_shard:
-            setattr(target, id_key, generator.next_id(shard=logical))
+        if not fits:
+            setattr(target, id_key, placement.new_id(value))
 
     return shard_key_set
 

@@ -1,8 +1,10 @@
 """Which shard a row, an object or a WHERE clause belongs to.
 
-A table is routed by, in order: its uid column (a ``SnowflakeField``,
-``ShardedBigIntField`` or ``LocalityUUIDField``, preferring the primary key), else a
-foreign key to a table routed that way (children live with their parent). Criteria
+A table is routed by its uid column (a ``SnowflakeField``, ``ShardedBigIntField`` or
+``LocalityUUIDField``, preferring the primary key), or by a foreign key to a table
+routed that way (children live with their parent): always the parent when the table
+has no uid column, and also when its own ids name no shard (a snowflake child without a
+map of its own). Every answer comes from the core's ``uid_fields.placement``. Criteria
 route a statement when every row it can match lives on known shards: ``id == x``,
 ``id IN (...)``, a sharded table's ``shard_key == k``, or a routed foreign key, combined
 with AND (intersection) and OR (union). Anything else is unconstrained: a fan-out.
@@ -23,14 +25,16 @@ from sqlalchemy.sql.elements import (
 )
 from sqlalchemy.sql.schema import Column, Table
 
-from ..shards import ByField, ShardMap
+from ..errors import ConfigurationError
+from ..placement import Placement
+from ..shards import ShardMap
 from .fields import FieldConfig, field_config
 
 __all__ = ["Router", "TableRoute"]
 
 
 class TableRoute:
-    """How the rows of one table are placed."""
+    """How the rows of one table are placed: the core placement of its id or its parent's."""
 
     def __init__(
         self,
@@ -38,23 +42,28 @@ class TableRoute:
         *,
         column: Column[Any],
         config: FieldConfig,
-        shard_map: ShardMap,
+        placement: Placement,
         by_parent: bool,
         key_column: Column[Any] | None = None,
     ) -> None:
         self.table = table
         self.column = column  # the id column, or the foreign key to the parent's id
         self.config = config  # the uid field the values of ``column`` belong to
-        self.shard_map = shard_map
+        self.placement = placement  # the core's placement of those values
         self.by_parent = by_parent
         self.key_column = key_column  # the shard key column, when it alone routes
 
+    @property
+    def shard_map(self) -> ShardMap:
+        assert self.placement.shard_map is not None
+        return self.placement.shard_map
+
     def shard_of(self, value: Any) -> str:
         """The shard of a value of ``column`` (an id, or a parent id)."""
-        return self.shard_map.database_for(value)
+        return self.placement.database_of(value)
 
     def shard_of_key(self, value: Any) -> str:
-        return self.shard_map.database(self.config.logical_shard_of_key(value))
+        return self.placement.database_for_key(value)
 
     def shard_for(self, column: Column[Any], value: Any) -> str | None:
         """The shard ``column == value`` confines a statement to, or None."""
@@ -70,7 +79,12 @@ class TableRoute:
 
 
 class Router:
-    """Routing decisions for one set of shards (one per sharded session)."""
+    """Routing decisions for one set of shards (one per sharded session).
+
+    Each uid column carries its own route (and may carry its own map); ``shard_map`` is
+    only the default for columns without one, and a column whose ids it cannot read is
+    a ``ConfigurationError`` when the table is first routed, before any statement.
+    """
 
     def __init__(
         self,
@@ -97,39 +111,33 @@ class Router:
     def order(self, shard: str) -> int:
         return self._order[shard]
 
-    def shard_map_for(self, config: FieldConfig) -> ShardMap:
-        """The session-wide map, or the field's own route over the session's shards."""
+    def default_map_for(self, config: FieldConfig) -> ShardMap:
+        """The session-wide map, or the column's route spread over the session's shards."""
         if self.shard_map is not None:
             return self.shard_map
-        found = self._maps.get(id(config))
+        found = self._maps.get(id(config.route))
         if found is None:
-            found = self._maps[id(config)] = ShardMap(self.shard_names, route=config.route)
+            found = self._maps[id(config.route)] = ShardMap(self.shard_names, route=config.route)
         return found
+
+    def placement_for(self, config: FieldConfig) -> Placement:
+        placement = config.placement_for(self.default_map_for(config))
+        unknown = set(placement.databases) - set(self.shard_names)
+        if unknown:
+            raise ConfigurationError(
+                f"{config.name}: its shard map places rows on {sorted(unknown)}, which are "
+                f"not shards of this session ({self.shard_names})"
+            )
+        return placement
 
     def table_route(self, table: Table) -> TableRoute | None:
         if table not in self._routes:
             self._routes[table] = self._resolve(table)
         return self._routes[table]
 
-    def _resolve(self, table: Table) -> TableRoute | None:
-        own = [c for c in table.columns if field_config(c) is not None]
-        own.sort(key=lambda c: not c.primary_key)
-        if own:
-            column = own[0]
-            config = field_config(column)
-            assert config is not None
-            shard_map = self.shard_map_for(config)
-            key_column = None
-            if config.shard_key_column is not None and _key_routes(config, shard_map):
-                key_column = table.columns.get(config.shard_key_column)
-            return TableRoute(
-                table,
-                column=column,
-                config=config,
-                shard_map=shard_map,
-                by_parent=False,
-                key_column=key_column,
-            )
+    def _parents(self, table: Table) -> list[tuple[Column[Any], FieldConfig]]:
+        """Foreign keys of ``table`` to uid columns of tables routed by their own ids."""
+        found = []
         for column in table.columns:
             for foreign_key in column.foreign_keys:
                 try:
@@ -137,14 +145,40 @@ class Router:
                 except Exception:  # the referenced table is not in this metadata
                     continue
                 config = field_config(target)
-                if config is not None:
-                    return TableRoute(
-                        table,
-                        column=column,
-                        config=config,
-                        shard_map=self.shard_map_for(config),
-                        by_parent=True,
-                    )
+                if config is None or not isinstance(target.table, Table):
+                    continue
+                route = self.table_route(target.table) if target.table is not table else None
+                if route is not None and not route.by_parent and route.column is target:
+                    found.append((column, config))
+        return found
+
+    def _resolve(self, table: Table) -> TableRoute | None:
+        own = [c for c in table.columns if field_config(c) is not None]
+        own.sort(key=lambda c: not c.primary_key)
+        config = field_config(own[0]) if own else None
+        parents = self._parents(table)
+        if config is not None and not _follows_parent(config, parents):
+            placement = self.placement_for(config)
+            key_column = None
+            if config.shard_key_column is not None and placement.embeds_shard:
+                key_column = table.columns.get(config.shard_key_column)
+            return TableRoute(
+                table,
+                column=own[0],
+                config=config,
+                placement=placement,
+                by_parent=False,
+                key_column=key_column,
+            )
+        if parents:
+            column, parent = parents[0]
+            return TableRoute(
+                table,
+                column=column,
+                config=parent,
+                placement=self.placement_for(parent),
+                by_parent=True,
+            )
         return None
 
     # -- criteria --------------------------------------------------------------------
@@ -192,15 +226,14 @@ class Router:
         return None
 
 
-def _key_routes(config: FieldConfig, shard_map: ShardMap) -> bool:
-    """A shard key names a logical shard of this map only if the map reads shard bits."""
-    route, own = shard_map.route, config.route
-    return (
-        isinstance(route, ByField)
-        and isinstance(own, ByField)
-        and route.field == own.field
-        and route.layout == own.layout
-    )
+def _follows_parent(config: FieldConfig, parents: list[tuple[Column[Any], FieldConfig]]) -> bool:
+    """A child whose own ids name no shard of their own lives with its parent.
+
+    Snowflake, decimal and locality ids of a table that has a foreign key to a sharded
+    table, and no map of their own, do not decide the row's database: the parent does,
+    so ``order.items`` finds every item on the order's database.
+    """
+    return bool(parents) and config.shard_map is None and config.kind != "sharded"
 
 
 def _bound_value(bind: BindParameter[Any], params: Mapping[str, Any]) -> Any:

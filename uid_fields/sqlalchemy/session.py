@@ -28,7 +28,8 @@ from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
 from ..shards import ShardMap
-from .errors import ShardRoutingError
+from .errors import ShardKeyError, ShardRoutingError
+from .fields import FieldConfig
 from .routing import Router, TableRoute
 
 __all__ = [
@@ -107,10 +108,25 @@ class ShardedIdSession(ShardedSession):
             raise ShardRoutingError(
                 f"{mapper.class_.__name__} is routed by its parent ({key}) and has none yet"
             )
-        config = route.config
-        shard_key = getattr(instance, config.shard_key) if config.shard_key else None
+        config, placement = route.config, route.placement
+        shard_key = self._shard_key_of(mapper, instance, config)
+        if (
+            value is not None
+            and shard_key is not None
+            and config.client_side
+            and not placement.fits_key(value, shard_key)
+        ):
+            # Made before the session's map was known: make it again with the map, so
+            # a co-located child lands on its parent's database.
+            value = placement.new_id(shard_key)
+            setattr(instance, key, value)
         if value is None and config.client_side:
-            value = config.new_id(shard_key)  # ShardKeyError without a shard key
+            if config.shard_key is not None and shard_key is None:
+                raise ShardKeyError(
+                    f"no id without a shard key: set {config.shard_key} first (the id "
+                    "carries its logical shard)"
+                )
+            value = placement.new_id(shard_key)
             setattr(instance, key, value)
         if value is not None:
             return route.shard_of(value)
@@ -121,6 +137,27 @@ class ShardedIdSession(ShardedSession):
             f"no shard key to place it by: set {config.shard_key or 'a shard_key'} or "
             "call place_on_shard(obj, shard) before adding it"
         )
+
+    @staticmethod
+    def _shard_key_of(mapper: Mapper[Any], instance: Any, config: FieldConfig) -> Any:
+        """The shard key's value, or the id of the parent object it will be synced from."""
+        if config.shard_key is None:
+            return None
+        value = getattr(instance, config.shard_key)
+        if value is not None or config.shard_key_column is None:
+            return value
+        column = mapper.local_table.columns.get(config.shard_key_column)
+        state = inspect(instance)
+        for relationship in mapper.relationships:
+            if relationship.direction is MANYTOONE and column in relationship.local_columns:
+                parent = state.dict.get(relationship.key)
+                if parent is not None:
+                    for local, remote in relationship.local_remote_pairs:
+                        if local is column:
+                            return getattr(
+                                parent, relationship.mapper.get_property_by_column(remote).key
+                            )
+        return None
 
     @staticmethod
     def _parent_object(mapper: Mapper[Any], instance: Any, route: TableRoute) -> Any:
