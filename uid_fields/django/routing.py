@@ -7,9 +7,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from django.apps import apps
 from django.db import models
 
-from ..errors import UnroutableQueryError
+from ..errors import ShardKeyError, UnroutableQueryError
+from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 
 __all__ = ["ShardRouter", "UnroutableQueryError", "database_for_instance", "sharded_pk"]
@@ -22,15 +24,38 @@ def sharded_pk(model: Any) -> UidField | None:
     return pk if isinstance(pk, UidField) and pk.shards_name is not None else None
 
 
+def parent_link(model: Any) -> Any:
+    """The foreign key a model's rows follow to their sharded parent's database, if any.
+
+    A model whose id is a uid field without a shard map of its own (``SnowflakeField(
+    primary_key=True)``) and that has a foreign key (with a database constraint) to a
+    sharded model lives with that parent, as the SQLAlchemy side places such a table:
+    its own ids name no shard. The core's placement of the parent places it.
+    """
+    meta = getattr(model, "_meta", None)
+    pk = getattr(meta, "pk", None)
+    if meta is None or not isinstance(pk, UidField) or pk.shards_name is not None:
+        return None
+    for field in meta.concrete_fields:
+        target = field.related_model if field.is_relation else None
+        if target is not None and getattr(field, "db_constraint", False) and sharded_pk(target):
+            return field
+    return None
+
+
 def colocated(model: type[models.Model], other: type[models.Model]) -> bool:
     """Whether rows of the two models that point at each other share a database.
 
     True when one model's ``shard_key`` is a foreign key to the other (its rows live
     with their parent), or when neither is sharded.
     """
+    for follower, leader in ((model, other), (other, model)):
+        link = parent_link(follower)
+        if link is not None and issubclass(leader, link.related_model):
+            return True
     field, other_field = sharded_pk(model), sharded_pk(other)
     if field is None and other_field is None:
-        return True
+        return parent_link(model) is None and parent_link(other) is None
     for child, parent in ((field, other), (other_field, model)):
         if child is not None and child.shard_key:
             key = child.shard_key_field()
@@ -109,6 +134,9 @@ class ShardRouter:
     ) -> str | None:
         instance = hints.get("instance")
         field = sharded_pk(model)
+        link = parent_link(model) if field is None else None
+        if link is not None:
+            return self._route_follower(model, link, instance)
         if instance is not None:
             if field is not None and isinstance(instance, model):
                 if not instance._state.adding and instance._state.db is not None:
@@ -125,13 +153,34 @@ class ShardRouter:
             # by its own id when it is saved.
             return None
         if field is not None:
-            from .conf import conf
-
             pinned = pinned_shard(model)
             if pinned is not None:
                 return pinned
             if conf.STRICT_ROUTING:
                 raise unroutable(model)
+        return None
+
+    def _route_follower(self, model: type[models.Model], link: Any, instance: Any) -> str | None:
+        """A row that lives with its parent: the parent's id names the database."""
+        if isinstance(instance, model):
+            if not instance._state.adding and instance._state.db is not None:
+                return instance._state.db
+            parent_id = getattr(instance, link.attname)
+            if parent_id is None:
+                raise ShardKeyError(
+                    f"{model.__name__}.{link.name} must be set before the object is saved: "
+                    "the row lives on its parent's database"
+                )
+            parent_field = sharded_pk(link.related_model)
+            assert parent_field is not None
+            return parent_field.placement.database_of(parent_id)
+        if instance is not None and isinstance(instance, link.related_model):
+            return instance._state.db  # type: ignore[no-any-return]
+        pinned = pinned_shard(model)
+        if pinned is not None:
+            return pinned
+        if conf.STRICT_ROUTING:
+            raise unroutable(model)
         return None
 
     def db_for_read(self, model: type[models.Model], **hints: Any) -> str | None:
@@ -156,12 +205,8 @@ class ShardRouter:
     def allow_migrate(
         self, db: str, app_label: str, model_name: str | None = None, **hints: Any
     ) -> bool | None:
-        from .conf import conf, shard_databases
-
         model = hints.get("model")
         if model is None and model_name is not None:
-            from django.apps import apps
-
             try:
                 model = apps.get_model(app_label, model_name)
             except LookupError:
@@ -169,6 +214,9 @@ class ShardRouter:
         if model is None:
             return None
         field = sharded_pk(model)
+        link = parent_link(model) if field is None else None
+        if link is not None:
+            field = sharded_pk(link.related_model)
         if field is not None:
             assert field.shard_map is not None
             if db in field.shard_map.databases:

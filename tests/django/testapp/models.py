@@ -102,3 +102,31 @@ class Review(models.Model):
     stars = models.IntegerField(default=5)
 
     objects = ShardedManager()
+
+
+class OrderLine(models.Model):
+    """A child with a uid id of its own that names no shard: it lives with its order."""
+
+    id = SnowflakeField(primary_key=True)
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="lines")
+    sku = models.CharField(max_length=20, blank=True)
+
+
+class Device(models.Model):
+    """Rows placed by a UUID shard key."""
+
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="device_uuid"
+    )
+    device_uuid = models.UUIDField()
+
+    objects = ShardedManager()
+
+
+class Snap(models.Model):
+    """Sharded ids with no shard key: the core picks a database per row."""
+
+    id = ShardedBigIntField(primary_key=True, generator="photos", shards="main")
+    label = models.CharField(max_length=20, blank=True)
+
+    objects = ShardedManager()
