@@ -24,7 +24,7 @@ from django.db.models.query import (
 
 from ..errors import ShardKeyError
 from .fields import UidField
-from .routing import colocated, database_for_instance, sharded_pk
+from .routing import colocated, database_for_instance, parent_link, sharded_pk
 
 __all__ = ["ShardedManager", "ShardedQuerySet"]
 
@@ -329,7 +329,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     # -- writes --------------------------------------------------------------------------
     def _alias_for_new(self, obj: models.Model) -> str:
-        if self._sharded_field is None:
+        if self._sharded_field is None and parent_link(self.model) is None:
             return self._db or self.db
         alias = database_for_instance(obj)
         if self._db is not None and self._db != alias:
@@ -403,13 +403,13 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         objs = list(objs)
         field = self._sharded_field
         _fill_ids(objs)
-        if field is None:
+        if field is None and parent_link(self.model) is None:
             return super().bulk_create(objs, *args, **kwargs)
         groups: dict[str, list[Any]] = {}
         for obj in objs:
             groups.setdefault(self._alias_for_new(obj), []).append(obj)
         for alias, group in groups.items():
-            if field.database_default:
+            if field is not None and field.database_default:
                 _fetch_database_ids(field, alias, group)
             models.QuerySet.bulk_create(self._for_alias(alias), group, *args, **kwargs)
         return objs

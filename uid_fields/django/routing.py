@@ -81,7 +81,11 @@ def _pointer(instance: models.Model, model: type[models.Model]) -> Any:
 def database_for_instance(instance: models.Model) -> str:
     """The alias of a row of a sharded model; gives it its id first if it has none."""
     field = sharded_pk(type(instance))
-    assert field is not None and field.shard_map is not None
+    if field is None:
+        link = parent_link(type(instance))
+        assert link is not None, f"{type(instance).__name__} is not sharded"
+        return _follower_database(instance, link)
+    assert field.shard_map is not None
     value = getattr(instance, field.attname)
     if (value is None or _is_db_default(value)) and field.database_default:
         logical = field.logical_shard_for(instance) if field.shard_key else None
@@ -93,6 +97,18 @@ def database_for_instance(instance: models.Model) -> str:
         return field.shard_map.database(logical)
     value = field.fill(instance)  # also re-makes an id whose shard key changed
     return field.placement.database_of(value)
+
+
+def _follower_database(instance: models.Model, link: Any) -> str:
+    parent_id = getattr(instance, link.attname)
+    if parent_id is None:
+        raise ShardKeyError(
+            f"{type(instance).__name__}.{link.name} must be set before the object is saved: "
+            "the row lives on its parent's database"
+        )
+    parent_field = sharded_pk(link.related_model)
+    assert parent_field is not None
+    return parent_field.placement.database_of(parent_id)
 
 
 _pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)
@@ -165,15 +181,7 @@ class ShardRouter:
         if isinstance(instance, model):
             if not instance._state.adding and instance._state.db is not None:
                 return instance._state.db
-            parent_id = getattr(instance, link.attname)
-            if parent_id is None:
-                raise ShardKeyError(
-                    f"{model.__name__}.{link.name} must be set before the object is saved: "
-                    "the row lives on its parent's database"
-                )
-            parent_field = sharded_pk(link.related_model)
-            assert parent_field is not None
-            return parent_field.placement.database_of(parent_id)
+            return _follower_database(instance, link)
         if instance is not None and isinstance(instance, link.related_model):
             return instance._state.db  # type: ignore[no-any-return]
         pinned = pinned_shard(model)

@@ -111,6 +111,8 @@ class OrderLine(models.Model):
     order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="lines")
     sku = models.CharField(max_length=20, blank=True)
 
+    objects = ShardedManager()
+
 
 class Device(models.Model):
     """Rows placed by a UUID shard key."""
