@@ -52,6 +52,7 @@ __all__ = [
     "route_fits",
     "route_for",
     "scaled_logical_shard",
+    "stamped_logical_shard",
 ]
 
 KeyHash = Literal["mixed", "modulo"]
@@ -189,6 +190,20 @@ def scaled_logical_shard(parent_logical: int, theirs: int, ours: int, key: int) 
     if theirs % ours == 0:
         return parent_logical // (theirs // ours)
     return -1
+
+
+def stamped_logical_shard(shard_map: ShardMap, alias: str) -> int:
+    """The logical shard a database-side id function on ``alias`` stamps into its ids.
+
+    The first of the range the database owns: any shard of the range routes back to it,
+    and after a split the new owner of that range gets a function of its own.
+    """
+    try:
+        return shard_map.ranges[alias][0]
+    except KeyError:
+        raise ValueError(
+            f"database {alias!r} is not in this shard map ({list(shard_map.databases)})"
+        ) from None
 
 
 def colocated_logical_shard(child: ShardMap, parent: ShardMap, parent_id: object, key: int) -> int:

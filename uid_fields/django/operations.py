@@ -12,6 +12,7 @@ from typing import Any
 from django.db.migrations.operations.base import Operation
 
 from ..layouts import SnowflakeLayout
+from ..placement import stamped_logical_shard
 from ..sql import NextIdFunction
 
 __all__ = ["InstallNextId"]
@@ -26,7 +27,7 @@ def next_id_function(generator: str, shards: str, alias: str, function: str) -> 
     if not isinstance(gen, ShardedIdGenerator) or not isinstance(gen.layout, SnowflakeLayout):
         raise ValueError(f"generator {generator!r} is not a sharded generator")
     shard_map = get_shard_map(shards, generator)
-    low, _ = shard_map.ranges[alias]
+    low = stamped_logical_shard(shard_map, alias)
     return NextIdFunction(gen.layout, shard=low, name=function, shard_field=gen.shard_field)
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import TextClause
 
 from ..layouts import SnowflakeLayout
+from ..placement import stamped_logical_shard
 from ..shards import ShardMap
 from ..sql.postgres import NextIdFunction
 
@@ -59,7 +60,9 @@ class DatabaseIds:
     @staticmethod
     def shards_of(shard_map: ShardMap, engines: Mapping[str, Engine]) -> dict[Engine, int]:
         """Each engine's logical shard: the first of the range its database owns."""
-        return {engines[name]: shard_map.ranges[name][0] for name in shard_map.databases}
+        return {
+            engines[name]: stamped_logical_shard(shard_map, name) for name in shard_map.databases
+        }
 
     def attach(self, target: Table | MetaData, shard_of: ShardOf) -> None:
         """Install the function before ``target`` is created, drop it after it is dropped.
