@@ -8,7 +8,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from django.apps import apps
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, models
+from django.db import router as db_router
 
 from ..errors import ShardKeyError, UnroutableQueryError
 from .conf import conf, shard_databases
@@ -111,6 +112,10 @@ def _follower_database(instance: models.Model, link: Any) -> str:
     return parent_field.placement.database_of(parent_id)
 
 
+def _lives_on_shards(model: Any) -> bool:
+    return sharded_pk(model) is not None or parent_link(model) is not None
+
+
 _pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)
 
 
@@ -153,12 +158,16 @@ class ShardRouter:
         link = parent_link(model) if field is None else None
         if link is not None:
             return self._route_follower(model, link, instance)
+        if field is None:
+            return self._route_ordinary(model, hints, write)
         if instance is not None:
-            if field is not None and isinstance(instance, model):
-                if not instance._state.adding and instance._state.db is not None:
+            if isinstance(instance, model):
+                loaded = not instance._state.adding and instance._state.db is not None
+                if loaded and getattr(instance, field.attname) is not None:
                     return instance._state.db  # a loaded row goes back where it came from
+                # New, or a copy (obj.pk = None): where its (new) id says.
                 return database_for_instance(instance)
-            if field is None or colocated(model, type(instance)):
+            if colocated(model, type(instance)):
                 # A related manager's parent or an FK value on the same database.
                 return instance._state.db  # type: ignore[no-any-return]
             pointed = _pointer(instance, model)
@@ -168,13 +177,35 @@ class ShardRouter:
             # queryset fans out (see ShardedQuerySet._add_hints); a new row is routed
             # by its own id when it is saved.
             return None
-        if field is not None:
-            pinned = pinned_shard(model)
-            if pinned is not None:
-                return pinned
-            if conf.STRICT_ROUTING:
-                raise unroutable(model)
+        pinned = pinned_shard(model)
+        if pinned is not None:
+            return pinned
+        if conf.STRICT_ROUTING:
+            raise unroutable(model)
         return None
+
+    def _route_ordinary(
+        self, model: type[models.Model], hints: dict[str, Any], write: bool
+    ) -> str | None:
+        """A model that is not sharded: never the shard of a sharded row it was reached from.
+
+        Left alone (None), Django would fall back to the hinted instance's database, so
+        ``order.coupon`` and ``customer.notes`` would read the shard. Reached from a
+        sharded row, the other routers are asked without that hint, then ``default``.
+        """
+        instance = hints.get("instance")
+        if instance is None or not _lives_on_shards(type(instance)):
+            return None  # Django's own rules (and the other routers) decide
+        rest = {key: value for key, value in hints.items() if key != "instance"}
+        method = "db_for_write" if write else "db_for_read"
+        for other in db_router.routers:
+            if isinstance(other, ShardRouter):
+                continue
+            chosen = getattr(other, method, None)
+            alias = chosen(model, **rest) if chosen is not None else None
+            if alias:
+                return str(alias)
+        return DEFAULT_DB_ALIAS
 
     def _route_follower(self, model: type[models.Model], link: Any, instance: Any) -> str | None:
         """A row that lives with its parent: the parent's id names the database."""

@@ -132,3 +132,30 @@ class Snap(models.Model):
     label = models.CharField(max_length=20, blank=True)
 
     objects = ShardedManager()
+
+
+class Coupon(models.Model):
+    """An ordinary model on ``default``, pointed at by sharded rows."""
+
+    code = models.CharField(max_length=20)
+
+
+class Basket(models.Model):
+    """A sharded row with references to ordinary models (no constraint across databases)."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    coupon = models.ForeignKey(Coupon, null=True, on_delete=models.DO_NOTHING, db_constraint=False)
+    created_by = models.ForeignKey(
+        "auth.User", null=True, on_delete=models.DO_NOTHING, db_constraint=False
+    )
+
+    objects = ShardedManager()
+
+
+class Note(models.Model):
+    """An ordinary model on ``default`` that points at a sharded customer."""
+
+    customer = models.ForeignKey(
+        Customer, on_delete=models.DO_NOTHING, db_constraint=False, related_name="notes"
+    )
+    text = models.CharField(max_length=50)
