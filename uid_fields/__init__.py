@@ -28,11 +28,12 @@ from .layouts import (
     DecimalLayout,
     SnowflakeLayout,
 )
+from .leases import DatabaseLease, RedisLease
 from .locality import LocalityUUIDGenerator
 from .sequences import RedisSequence
 from .shards import ShardMap
 from .uniqid import UniqIdGenerator
-from .workers import DatabaseLease, FromEnv, RedisLease
+from .workers import FromEnv
 
 __all__ = [
     "DECIMAL",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import CoordinatorUnavailableError
@@ -49,7 +49,9 @@ def connection_errors() -> tuple[type[BaseException], ...]:
     return (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
-def unavailable(url: str, exc: BaseException, what: str, fallback: str) -> Any:
+def unavailable(
+    url: str, exc: BaseException, what: str, fallback: str
+) -> CoordinatorUnavailableError:
     """The error raised when the Redis server at ``url`` cannot be reached."""
     return CoordinatorUnavailableError(
         f"cannot reach Redis at {redact(url)} for {what} ({type(exc).__name__}: {exc}). "

@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 import random
 import threading
-import weakref
 from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Any, Literal
 
+from . import forks, validate
 from .clock import Clock, system_clock
 from .errors import ClockMovedBackwardsError, ForkedGeneratorError, LayoutExhaustedError
 from .hashing import mix64
@@ -40,25 +40,6 @@ __all__ = [
 
 OnFork = Literal["raise", "continue"]
 _EMPTY: Iterator[int] = iter(())
-
-# Generators alive in this process, told about fork() so children never reuse state.
-_live: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for generator in list(_live):
-        generator._after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _check_count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int):
-        raise TypeError(f"count must be an int, got {count!r}")
-    if count < 0:
-        raise ValueError(f"count must be >= 0, got {count}")
-    return count
 
 
 class _BlockGenerator:
@@ -80,8 +61,7 @@ class _BlockGenerator:
         max_backward_ms: float,
         on_fork: OnFork,
     ) -> None:
-        if max_backward_ms < 0:
-            raise ValueError(f"max_backward_ms must be >= 0, got {max_backward_ms}")
+        max_backward_ms = validate.non_negative_number("max_backward_ms", max_backward_ms)
         if on_fork not in ("raise", "continue"):
             raise ValueError(f"on_fork must be 'raise' or 'continue', got {on_fork!r}")
         self.layout = layout
@@ -102,7 +82,7 @@ class _BlockGenerator:
                 f"epoch {format_ms(layout.epoch_ms)} is in the future (now is "
                 f"{format_ms(now_ms)}): ids before it cannot be represented"
             )
-        _live.add(self)
+        forks.register(self)
 
     # -- the block of a time unit (subclasses) ------------------------------------------
     def _block(self, unit: int) -> range:
@@ -156,7 +136,7 @@ class _BlockGenerator:
 
     def next_ids(self, count: int) -> list[int]:
         """``count`` increasing ids in one lock hold: the fast path for bulk inserts."""
-        count = _check_count(count)
+        count = validate.count(count)
         out: list[int] = []
         with self._lock:
             if self._fenced:
@@ -361,7 +341,7 @@ class ShardedIdGenerator:
         self._per_shard: dict[int, SnowflakeGenerator] = {}
         self._lock = threading.Lock()
         self._forked_from: int | None = None
-        _live.add(self)
+        forks.register(self)
         # Validate the epoch and node fields now, not at the first id.
         self._generator(0)
 
@@ -383,8 +363,7 @@ class ShardedIdGenerator:
         keys are themselves snowflakes, whose low bits (the sequence) are mostly 0 at
         low traffic and would crowd a few logical shards.
         """
-        if isinstance(shard_key, bool) or not isinstance(shard_key, int):
-            raise TypeError(f"shard_key must be an int, got {shard_key!r}")
+        shard_key = validate.integer("shard_key", shard_key)
         if self.key_hash == "mixed":
             shard_key = mix64(shard_key)
         return shard_key % self.logical_shards
@@ -394,11 +373,7 @@ class ShardedIdGenerator:
             raise TypeError("give exactly one of shard= or shard_key=")
         if shard is None:
             return self.shard_for_key(shard_key)
-        if isinstance(shard, bool) or not isinstance(shard, int):
-            raise TypeError(f"shard must be an int, got {shard!r}")
-        if not 0 <= shard < self.logical_shards:
-            raise ValueError(f"shard={shard} is out of range 0..{self.logical_shards - 1}")
-        return shard
+        return validate.integer("shard", shard, 0, self.logical_shards - 1)
 
     def _generator(self, shard: int) -> SnowflakeGenerator:
         generator = self._per_shard.get(shard)

@@ -13,6 +13,7 @@ from typing import Any, Protocol, Self
 
 from .errors import LayoutExhaustedError
 from .timeutil import datetime_from_ms, format_ms, ms_from_datetime
+from .validate import integer
 
 __all__ = [
     "DECIMAL",
@@ -59,15 +60,6 @@ def coerce_id(value: object, *, max_value: int) -> int:
     return number
 
 
-def _check_int(name: str, value: object, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < low or (high is not None and value > high):
-        allowed = f"{low}..{high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name}={value} is out of range {allowed}")
-    return value
-
-
 class IntLayout:
     """What every integer layout shares: epoch, time unit, lifetime, range bounds."""
 
@@ -79,8 +71,8 @@ class IntLayout:
     max_unit: int
 
     def _init_time(self, epoch_ms: int, time_unit_ms: int, unsigned: bool) -> None:
-        self.epoch_ms = _check_int("epoch_ms", epoch_ms, 0)
-        self.time_unit_ms = _check_int("time_unit_ms", time_unit_ms, 1)
+        self.epoch_ms = integer("epoch_ms", epoch_ms, 0)
+        self.time_unit_ms = integer("time_unit_ms", time_unit_ms, 1)
         self.unsigned = bool(unsigned)
         self.max_value = UNSIGNED_MAX if unsigned else SIGNED_MAX
 
@@ -292,7 +284,7 @@ def _check_fields(fields: Iterable[tuple[str, int]], kind: str) -> tuple[tuple[s
             raise ValueError(f"field name {name!r} is not a valid identifier")
         if name in _RESERVED or name.startswith("_"):
             raise ValueError(f"field name {name!r} is reserved")
-        checked.append((name, _check_int(f"bits of field {name!r}", bits, 1, 63)))
+        checked.append((name, integer(f"bits of field {name!r}", bits, 1, 63)))
     return tuple(checked)
 
 
@@ -316,8 +308,8 @@ class SnowflakeLayout(IntLayout):
     ) -> None:
         self._init_time(epoch_ms, time_unit_ms, unsigned)
         self.name = name
-        self.time_bits = _check_int("time_bits", time_bits, 1, 64)
-        self.sequence_bits = _check_int("sequence_bits", sequence_bits, 0, 63)
+        self.time_bits = integer("time_bits", time_bits, 1, 64)
+        self.sequence_bits = integer("sequence_bits", sequence_bits, 0, 63)
         self.fields = _check_fields(fields, "fields")
         self.low_fields = _check_fields(low_fields, "low_fields")
         names = [n for n, _ in self.fields + self.low_fields]
@@ -386,7 +378,7 @@ class SnowflakeLayout(IntLayout):
             )
         bits = 0
         for field_name, (shift, width) in self._positions.items():
-            value = _check_int(field_name, values.get(field_name, 0), 0, (1 << width) - 1)
+            value = integer(field_name, values.get(field_name, 0), 0, (1 << width) - 1)
             bits |= value << shift
         return bits
 
@@ -395,8 +387,8 @@ class SnowflakeLayout(IntLayout):
 
     def compose(self, *, timestamp_ms: int, sequence: int = 0, **fields: int) -> int:
         """The id of ``timestamp_ms`` (Unix ms), ``sequence`` and node field values."""
-        unit = self.unit_of(_check_int("timestamp_ms", timestamp_ms, 0))
-        sequence = _check_int("sequence", sequence, 0, self.max_sequence)
+        unit = self.unit_of(integer("timestamp_ms", timestamp_ms, 0))
+        sequence = integer("sequence", sequence, 0, self.max_sequence)
         return self.compose_unit(unit, sequence, self.node_bits(fields))
 
     def decompose(self, value: object) -> SnowflakeParts:
@@ -513,9 +505,9 @@ class DecimalLayout(IntLayout):
     ) -> None:
         self._init_time(epoch_ms, time_unit_ms, unsigned)
         self.name = name
-        self.time_digits = _check_int("time_digits", time_digits, 1, 20)
-        self.random_digits = _check_int("random_digits", random_digits, 0, 19)
-        self.server_digits = _check_int("server_digits", server_digits, 0, 19)
+        self.time_digits = integer("time_digits", time_digits, 1, 20)
+        self.random_digits = integer("random_digits", random_digits, 0, 19)
+        self.server_digits = integer("server_digits", server_digits, 0, 19)
         self.total_digits = self.time_digits + self.random_digits + self.server_digits
         self.server_scale: int = 10**self.server_digits
         self.time_scale: int = 10 ** (self.random_digits + self.server_digits)
@@ -531,9 +523,9 @@ class DecimalLayout(IntLayout):
         return unit * self.time_scale + random * self.server_scale + server
 
     def compose(self, *, timestamp_ms: int, random: int = 0, server: int = 0) -> int:
-        unit = self.unit_of(_check_int("timestamp_ms", timestamp_ms, 0))
-        random = _check_int("random", random, 0, self.max_random)
-        server = _check_int("server", server, 0, self.max_server)
+        unit = self.unit_of(integer("timestamp_ms", timestamp_ms, 0))
+        random = integer("random", random, 0, self.max_random)
+        server = integer("server", server, 0, self.max_server)
         return self.compose_unit(unit, random, server)
 
     def decompose(self, value: object) -> DecimalParts:

@@ -19,12 +19,12 @@ import os
 import random
 import threading
 import uuid
-import weakref
 from array import array
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from . import forks, validate
 from .clock import Clock, system_clock
 from .errors import ForkedGeneratorError
 from .timeutil import datetime_from_ms, format_ms
@@ -169,11 +169,7 @@ def block_of(value: object) -> int:
 
 
 def _check(name: str, value: object, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if not 0 <= value <= maximum:
-        raise ValueError(f"{name}={value} is out of range 0..{maximum}")
-    return value
+    return validate.integer(name, value, 0, maximum)
 
 
 def _middle(pid: int, mac: int) -> int:
@@ -191,24 +187,18 @@ def _mac_bits(mac: int | str | None) -> int:
     return _check("mac", mac, 0xFFFFFFF)
 
 
-_live: weakref.WeakSet[LocalityUUIDGenerator] = weakref.WeakSet()
-
-
 # One counter per (mode, pid, MAC) in a process, as the Java class keeps one static
 # counter: two generators with the same pid and MAC must not repeat each other's ids.
 _counters: dict[tuple[bool, int, int], itertools.count[int]] = {}
 _counters_lock = threading.Lock()
 
 
-def _after_fork_in_child() -> None:
+@forks.on_fork
+def _reset_counters() -> None:
+    # Before the generators restart: each then takes a fresh counter for its new pid.
     global _counters_lock
     _counters_lock = threading.Lock()
     _counters.clear()
-    for generator in list(_live):
-        generator._after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class LocalityUUIDGenerator:
@@ -238,7 +228,7 @@ class LocalityUUIDGenerator:
         self._forked_from: int | None = None
         _fill_rev16()
         self._start()
-        _live.add(self)
+        forks.register(self)
 
     def _start(self) -> None:
         self._middle = _middle(self.pid, self.mac)
@@ -271,8 +261,7 @@ class LocalityUUIDGenerator:
         return result
 
     def next_ids(self, count: int) -> list[uuid.UUID]:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"count must be an int >= 0, got {count!r}")
+        count = validate.count(count)
         if self._forked_from is not None:
             self._raise_forked()
         # Take the counters first: each is still one atomic next(), so concurrent callers

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from . import uniqid
 from .hashing import mix64
 from .layouts import DecimalLayout, SnowflakeLayout, coerce_id
+from .validate import integer
 
 __all__ = [
     "ByDecimalServer",
@@ -60,11 +61,7 @@ class ByModulo:
     """``mix64(id) % logical_shards``: even at one id per ms, unlike ``id % n``."""
 
     def __init__(self, logical_shards: int = 1024, *, max_value: int = 2**64 - 1) -> None:
-        if isinstance(logical_shards, bool) or not isinstance(logical_shards, int):
-            raise TypeError(f"logical_shards must be an int, got {logical_shards!r}")
-        if logical_shards < 1:
-            raise ValueError(f"logical_shards must be >= 1, got {logical_shards}")
-        self.logical_shards = logical_shards
+        self.logical_shards = integer("logical_shards", logical_shards, 1)
         self.max_value = max_value
 
     def logical_shard(self, value: Any) -> int:
@@ -98,9 +95,7 @@ class ByLocalityBlock:
     """
 
     def __init__(self, logical_shards: int = 1024) -> None:
-        if not 1 <= logical_shards <= 1 << 32:
-            raise ValueError(f"logical_shards={logical_shards} is out of range 1..2**32")
-        self.logical_shards = logical_shards
+        self.logical_shards = integer("logical_shards", logical_shards, 1, 1 << 32)
 
     def logical_shard(self, value: Any) -> int:
         if isinstance(value, str):

@@ -8,14 +8,13 @@ over shards by time, and any reader can check the leading digit against the rest
 
 from __future__ import annotations
 
-import os
 import random
 import threading
-import weakref
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from . import forks, validate
 from .clock import Clock, system_clock
 from .errors import ClockMovedBackwardsError
 from .timeutil import UNIX_EPOCH
@@ -28,11 +27,7 @@ _MAX_SECONDS = 0xFFFFFFFF
 
 
 def _check_total(total_shards: object) -> int:
-    if isinstance(total_shards, bool) or not isinstance(total_shards, int):
-        raise TypeError(f"total_shards must be an int, got {total_shards!r}")
-    if not 1 <= total_shards <= 10:
-        raise ValueError(f"total_shards={total_shards} is out of range 1..10 (one digit)")
-    return total_shards
+    return validate.integer("total_shards", total_shards, 1, 10)  # one digit
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +62,7 @@ class UniqIdParts:
 
 def compose(*, timestamp_us: int, prefix: int, total_shards: int) -> str:
     total_shards = _check_total(total_shards)
-    if isinstance(prefix, bool) or not isinstance(prefix, int) or not 0 <= prefix <= 0xFFFF:
-        raise ValueError(f"prefix={prefix!r} is out of range 0..65535")
+    validate.integer("prefix", prefix, 0, 0xFFFF)
     seconds, micros = divmod(timestamp_us, 1_000_000)
     if not 0 <= seconds <= _MAX_SECONDS:
         raise ValueError(f"timestamp_us={timestamp_us} does not fit 8 hex digits of seconds")
@@ -106,18 +100,6 @@ def shard_of(value: object, total_shards: int) -> int:
     return decompose(value, total_shards).shard
 
 
-_live: weakref.WeakSet[UniqIdGenerator] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for generator in list(_live):
-        generator._lock = threading.Lock()
-        generator._random = random.Random()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 class UniqIdGenerator:
     """Shard-prefixed uniqids; the microseconds strictly increase per generator.
 
@@ -130,11 +112,17 @@ class UniqIdGenerator:
     ) -> None:
         self.total_shards = _check_total(total_shards)
         self.clock = clock if clock is not None else system_clock()
-        self.max_backward_ms = max_backward_ms
+        self.max_backward_ms = validate.non_negative_number("max_backward_ms", max_backward_ms)
         self._lock = threading.Lock()
         self._random = random.Random()
         self._last_us = -1
-        _live.add(self)
+        forks.register(self)
+
+    def _after_fork_in_child(self) -> None:
+        # The child keeps the parent's clock history (it must not repeat a microsecond)
+        # but needs its own lock and its own random prefixes.
+        self._lock = threading.Lock()
+        self._random = random.Random()
 
     def _next_us_locked(self) -> int:
         clock = self.clock
@@ -155,8 +143,7 @@ class UniqIdGenerator:
         return compose(timestamp_us=micros, prefix=prefix, total_shards=self.total_shards)
 
     def next_ids(self, count: int) -> list[str]:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ValueError(f"count must be an int >= 0, got {count!r}")
+        count = validate.count(count)
         return [self.next_id() for _ in range(count)]
 
     def decompose(self, value: object) -> UniqIdParts:

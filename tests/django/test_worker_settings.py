@@ -119,3 +119,30 @@ def test_the_lease_table_lives_on_default_only() -> None:
     assert "uid_fields_worker_lease" in connections["default"].introspection.table_names()
     for alias in settings.SHARDS:
         assert "uid_fields_worker_lease" not in connections[alias].introspection.table_names()
+
+
+@pytest.mark.django_db
+def test_the_migrated_lease_table_is_the_one_the_core_describes() -> None:
+    import sqlite3
+
+    from django.db import connections
+
+    from uid_fields.leases.database import COLUMNS, TABLE, UNIQUE, ddl
+
+    assert WorkerLease._meta.db_table == TABLE
+    fields = [f for f in WorkerLease._meta.concrete_fields]
+    assert [(f.column, f.null) for f in fields] == [(c.name, c.nullable) for c in COLUMNS]
+    assert [getattr(f, "max_length", None) for f in fields] == [c.length for c in COLUMNS]
+    [unique] = WorkerLease._meta.constraints
+    assert tuple(unique.fields) == UNIQUE  # type: ignore[attr-defined]
+
+    def columns(rows: list[tuple[Any, ...]]) -> list[tuple[str, str, bool]]:
+        # (name, type, nullable) of every column but the primary key (spelt apart)
+        return [(row[1], row[2].lower(), not row[3]) for row in rows if not row[5]]
+
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"PRAGMA table_info({TABLE})")
+        migrated = columns(cursor.fetchall())
+    made = sqlite3.connect(":memory:")
+    made.execute(ddl("sqlite"))
+    assert migrated == columns(made.execute(f"PRAGMA table_info({TABLE})").fetchall())

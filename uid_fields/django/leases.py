@@ -1,4 +1,4 @@
-"""Leased node ids from Django settings.
+"""Database leases over Django's connections, and leased node ids from Django settings.
 
 ``"fields": {"worker": {"lease": "redis", "url": "redis://…", "name": "orders", "ttl": 10}}``
 or ``{"lease": "database", "database": "default", "name": "orders", "ttl": 10}`` (the
@@ -10,9 +10,40 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..workers import DatabaseLease, RedisLease
+from django.db import connections
 
-__all__ = ["lease_from_settings"]
+from ..leases import DatabaseLease, RedisLease
+from ..leases.database import dialect_of
+
+__all__ = ["database_lease", "lease_from_settings"]
+
+
+def database_lease(
+    name: str,
+    ttl: float = 10.0,
+    *,
+    database: str = "default",
+    margin: float | None = None,
+) -> DatabaseLease:
+    """A lease over the ``uid_fields`` app's table in the Django database ``database``.
+
+    It uses connections of its own (``get_new_connection``), so it neither joins nor
+    disturbs the request's transaction.
+    """
+
+    def connect() -> Any:
+        wrapper = connections[database]
+        return wrapper.get_new_connection(wrapper.get_connection_params())
+
+    return DatabaseLease(
+        connect,
+        name,
+        ttl,
+        margin=margin,
+        dialect=dialect_of(connections[database].vendor),
+        where=f"Django database {database!r}",
+    )
+
 
 _REDIS_KEYS = {"lease", "url", "name", "ttl", "margin", "prefix"}
 _DATABASE_KEYS = {"lease", "database", "name", "ttl", "margin"}
@@ -40,7 +71,7 @@ def lease_from_settings(field: str, config: Mapping[str, Any]) -> RedisLease | D
         )
     if kind == "database":
         _check_keys(field, config, _DATABASE_KEYS)
-        return DatabaseLease.for_django(
+        return database_lease(
             name, ttl, database=str(config.get("database", "default")), margin=margin
         )
     raise ValueError(f"the {field!r} lease must be 'redis' or 'database', got {kind!r}")

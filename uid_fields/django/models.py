@@ -1,4 +1,8 @@
-"""The worker-id lease table that ``DatabaseLease.for_django`` uses."""
+"""The worker-id lease table that ``uid_fields.django.leases.database_lease`` uses.
+
+The core describes the table once (``uid_fields.leases.database.COLUMNS``); this model
+and its migration are Django's spelling of it, held to it by a test.
+"""
 
 from __future__ import annotations
 

@@ -11,6 +11,7 @@ from .comparators import IdTime
 from .ddl import DatabaseIds
 from .errors import ShardKeyError, ShardRoutingError
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field_config
+from .leases import database_lease, lease_factory, lease_table
 from .session import (
     ShardedIdSession,
     async_sharded_session,
@@ -35,7 +36,10 @@ __all__ = [
     "async_sharded_session",
     "async_sharded_sessionmaker",
     "bulk_insert",
+    "database_lease",
     "field_config",
+    "lease_factory",
+    "lease_table",
     "place_on_shard",
     "sharded_session",
     "sharded_sessionmaker",

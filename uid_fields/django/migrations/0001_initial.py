@@ -1,4 +1,4 @@
-"""The worker-id lease table (DatabaseLease.for_django)."""
+"""The worker-id lease table (uid_fields.django.leases.database_lease)."""
 
 from django.db import migrations, models
 

@@ -1,0 +1,345 @@
+"""The lease state machine that every coordinator shares: claim, renew, fence, release.
+
+A lease claims the lowest free id of a node field's range for ``ttl`` seconds, renews it
+every ``ttl / 3`` in a daemon thread with a compare-and-renew, and releases it at exit or
+when garbage collected. It fences: each lease has a local deadline, ``ttl - margin``
+after the start of its last successful claim or renewal (measured on this host's
+monotonic clock, before the request was sent, so the server's expiry is always later).
+Past the deadline the generator raises ``LeaseLostError`` at the start of the next time
+unit; the lease then claims a fresh id (new token) in the background and the generator
+resumes with it. The margin (``ttl / 4`` by default) must cover one time unit of ids
+issued after the deadline, the difference in clock rate between this host and the
+lease server over one ttl, and the clock skew between the hosts that may hold the id
+next (their ids must be later than ours). Keep hosts NTP-synchronised well inside the
+margin.
+
+What differs per coordinator (Redis, a SQL database) is a ``LeaseBackend``: three
+atomic operations and what to do in a forked child. Forks are noticed lazily, by pid,
+at the next use: the renewer thread and the sockets of the parent do not exist in the
+child, so nothing can be done for them at fork time anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import socket
+import threading
+import time
+import uuid
+import weakref
+from typing import Protocol
+
+from ..errors import CoordinatorUnavailableError, LeaseLostError, WorkerIdsExhaustedError
+
+__all__ = ["FALLBACKS", "Lease", "LeaseBackend", "LeaseState", "check_ttl"]
+
+FALLBACKS = (
+    "or give the field a fixed value per process instead: an int (worker=3), an "
+    "environment variable per process or pod (FromEnv('WORKER_ID'), or "
+    "{'env': 'WORKER_ID'} in settings), or a lease on another coordinator "
+    "(RedisLease / DatabaseLease)"
+)
+
+
+class LeaseBackend(Protocol):
+    where: str
+
+    def claim(self, name: str, token: str, maximum: int, ttl_ms: int) -> int | None:
+        """Take the lowest free id in 0..maximum for ``token``; None when all are held."""
+        ...
+
+    def renew(self, name: str, value: int, token: str, ttl_ms: int) -> bool:
+        """Extend the lease if ``token`` still holds it (compare-and-renew)."""
+        ...
+
+    def release(self, name: str, value: int, token: str, hold_ms: int) -> None:
+        """Give the id back, but only ``hold_ms`` from now: a clock-skew margin."""
+        ...
+
+    def after_fork(self) -> None:
+        """In a forked child: drop (never close) the parent's connections."""
+        ...
+
+    def unavailable(self, exc: BaseException) -> CoordinatorUnavailableError: ...
+
+
+class LeaseState:
+    """Everything a lease holds, apart from the public object: the renewer thread and
+    the finalizer refer to this, so the lease itself can be garbage collected."""
+
+    def __init__(self, backend: LeaseBackend, name: str, ttl: float, margin: float) -> None:
+        self.backend = backend
+        self.name = name
+        self.ttl = ttl
+        self.margin = margin
+        self.ttl_ms = max(1, round(ttl * 1000))
+        # A released id stays taken this long, so a host whose clock is behind ours by
+        # less than the margin cannot re-issue the times we just used.
+        self.hold_ms = max(1, round(margin * 1000))
+        self.interval = ttl / 3
+        self.pid = os.getpid()
+        self.io_lock = threading.Lock()
+        # (value, token, deadline on time.monotonic()), replaced as a whole
+        self.held: tuple[int, str, float] | None = None
+        self.field: str | None = None
+        self.maximum: int | None = None
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.closed = False
+        self.claims = 0
+        self.losses = 0
+        self.lost_reason = ""
+        self.last_error: BaseException | None = None
+
+    # -- process identity --------------------------------------------------------------
+    def check_pid(self) -> bool:
+        """True (after resetting) when this is the first use in a forked child."""
+        if os.getpid() == self.pid:
+            return False
+        # The parent's id, token, thread and sockets are not this process's.
+        self.pid = os.getpid()
+        self.io_lock = threading.Lock()
+        self.held = None
+        self.stop = threading.Event()
+        self.thread = None
+        self.backend.after_fork()
+        return True
+
+    # -- what generators call ------------------------------------------------------------
+    def acquire(self, field: str, maximum: int) -> int:
+        self.check_pid()
+        if self.closed:
+            raise ValueError(f"lease {self.name!r} was released; make a new one")
+        if self.field is not None and (field, maximum) != (self.field, self.maximum):
+            raise ValueError(
+                f"lease {self.name!r} already leases {self.field} ids 0..{self.maximum}; "
+                f"use one lease object per node field (asked for {field} 0..{maximum})"
+            )
+        self.field, self.maximum = field, maximum
+        try:
+            held = self.held
+            if held is None or time.monotonic() >= held[2]:
+                with self.io_lock:
+                    held = self.held
+                    if held is None or time.monotonic() >= held[2]:
+                        if held is not None:
+                            self.drop_locked("it was not renewed before its deadline")
+                        held = self.claim_locked(field, maximum)
+        finally:
+            # Even when this claim failed (a forked child, Redis down): the renewer
+            # keeps trying, so the lease recovers once the coordinator is back.
+            self.start_thread()
+        return held[0]
+
+    def current(self, field: str) -> int:
+        if self.check_pid() and self.field is not None and self.maximum is not None:
+            # First id of a forked child: claim an id of its own, or stay fenced.
+            try:
+                return self.acquire(self.field, self.maximum)
+            except (CoordinatorUnavailableError, WorkerIdsExhaustedError) as exc:
+                self.last_error = exc
+                self.lost_reason = "this forked process has not claimed an id yet"
+                self.start_thread()
+                raise LeaseLostError(self.lost_message(field)) from exc
+        held = self.held
+        if held is None:
+            raise LeaseLostError(self.lost_message(field))
+        if time.monotonic() >= held[2]:
+            self.lost_reason = (
+                f"it was not renewed for {self.ttl - self.margin:g} s (ttl {self.ttl:g} s "
+                f"minus a {self.margin:g} s safety margin)"
+            )
+            raise LeaseLostError(self.lost_message(field))
+        return held[0]
+
+    def lost_message(self, field: str) -> str:
+        error = f"; last error: {self.last_error}" if self.last_error is not None else ""
+        return (
+            f"{field} lease {self.name!r} on {self.backend.where} is not safe to use: "
+            f"{self.lost_reason or 'no id is held'}{error}. Ids stopped before another "
+            "process can claim the same id; they resume once the lease claims a fresh one."
+        )
+
+    # -- claiming and renewing (io_lock held) ----------------------------------------------
+    def claim_locked(self, field: str, maximum: int) -> tuple[int, str, float]:
+        token = f"{uuid.uuid4().hex} {socket.gethostname()} pid={os.getpid()}"
+        started = time.monotonic()
+        try:
+            value = self.backend.claim(self.name, token, maximum, self.ttl_ms)
+        except Exception as exc:
+            if isinstance(exc, CoordinatorUnavailableError):
+                raise
+            raise self.backend.unavailable(exc) from exc
+        if value is None:
+            raise WorkerIdsExhaustedError(
+                f"all {maximum + 1} {field} ids (0..{maximum}) of lease {self.name!r} on "
+                f"{self.backend.where} are held by live processes. Stop some, wait up to "
+                f"{self.ttl:g} s for dead holders' leases to expire, or use a layout with "
+                f"more {field} bits",
+                count=maximum + 1,
+            )
+        held = (value, token, started + self.ttl - self.margin)
+        self.held = held
+        self.claims += 1
+        self.last_error = None
+        self.lost_reason = ""
+        return held
+
+    def drop_locked(self, reason: str, *, release: bool = True) -> None:
+        held, self.held = self.held, None
+        self.losses += 1
+        self.lost_reason = reason
+        if held is not None and release:
+            try:
+                self.backend.release(self.name, held[0], held[1], self.hold_ms)
+            except Exception as exc:  # the id expires on its own
+                self.last_error = exc
+
+    def tick(self) -> bool:
+        """One renewal (or re-claim after a loss); True when the lease is healthy."""
+        if os.getpid() != self.pid or self.closed:
+            return False
+        with self.io_lock:
+            held = self.held
+            if held is not None:
+                value, token, deadline = held
+                if time.monotonic() >= deadline:
+                    self.drop_locked("it was not renewed before its deadline")
+                else:
+                    started = time.monotonic()
+                    try:
+                        renewed = self.backend.renew(self.name, value, token, self.ttl_ms)
+                    except Exception as exc:
+                        self.last_error = exc  # still valid until the deadline
+                        return False
+                    if renewed:
+                        self.held = (value, token, started + self.ttl - self.margin)
+                        self.last_error = None
+                        return True
+                    self.drop_locked(
+                        "another holder took it (or it expired) before it was renewed",
+                        release=False,
+                    )
+            if self.closed or self.field is None or self.maximum is None:
+                return False
+            try:
+                self.claim_locked(self.field, self.maximum)
+            except Exception as exc:
+                self.last_error = exc
+                return False
+            return True
+
+    def run(self) -> None:
+        healthy = True
+        stop = self.stop
+        while not stop.wait(self.interval if healthy else self.interval / 2):
+            healthy = self.tick()
+
+    def start_thread(self) -> None:
+        if self.thread is None and not self.closed:
+            self.thread = threading.Thread(
+                target=self.run, name=f"uid_fields-lease-{self.name}", daemon=True
+            )
+            self.thread.start()
+
+    def close(self) -> None:
+        if os.getpid() != self.pid:
+            return  # never release a parent's id from a forked child
+        self.closed = True
+        self.stop.set()
+        with self.io_lock:
+            held, self.held = self.held, None
+            if held is not None:
+                # at exit or in GC a failure is fine: the id expires on its own
+                with contextlib.suppress(Exception):
+                    self.backend.release(self.name, held[0], held[1], self.hold_ms)
+
+
+def check_ttl(name: object, ttl: object, margin: object = None) -> tuple[float, float]:
+    """The ``(ttl, margin)`` of a lease, or ValueError/TypeError saying what is wrong.
+
+    Shared by the lease constructors and by the settings validator, which reports the
+    same mistakes before any lease is made.
+    """
+    if not isinstance(name, str) or not name or any(c.isspace() for c in name):
+        raise ValueError(f"lease name must be a non-empty string without spaces, got {name!r}")
+    ttl = _seconds("ttl", ttl)
+    if not ttl > 0:
+        raise ValueError(f"ttl must be > 0 seconds, got {ttl}")
+    margin = ttl / 4 if margin is None else _seconds("margin", margin)
+    if not 0 < margin <= ttl / 2:
+        raise ValueError(
+            f"margin must be > 0 and at most ttl / 2 ({ttl / 2:g} s) so that a renewal "
+            f"every ttl / 3 lands before the deadline; got {margin}"
+        )
+    return ttl, margin
+
+
+def _seconds(what: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{what} must be a finite number of seconds, got {value}")
+    return float(value)
+
+
+class Lease:
+    """What RedisLease and DatabaseLease share: claim, renew, fence, release."""
+
+    per_process = True
+
+    def __init__(self, backend: LeaseBackend, name: str, ttl: float, margin: float | None) -> None:
+        ttl, margin = check_ttl(name, ttl, margin)
+        self.name = name
+        self.ttl = ttl
+        self.margin = margin
+        self._state = LeaseState(backend, name, ttl, margin)
+        # Releases the id when the lease is garbage collected, and at interpreter exit.
+        self._finalizer = weakref.finalize(self, self._state.close)
+
+    def acquire(self, field: str, maximum: int) -> int:
+        """Claim the lowest free id in ``0..maximum`` (or return the one held)."""
+        return self._state.acquire(field, maximum)
+
+    def current(self, field: str) -> int:
+        return self._state.current(field)
+
+    def release(self) -> None:
+        """Stop renewing and free the id now (also done at exit and on garbage collection)."""
+        self._finalizer()
+
+    close = release
+
+    @property
+    def value(self) -> int | None:
+        """The id held now, or None."""
+        held = self._state.held
+        return None if held is None else held[0]
+
+    @property
+    def seconds_left(self) -> float | None:
+        """Seconds until the fencing deadline, or None when no id is held."""
+        held = self._state.held
+        return None if held is None else held[2] - time.monotonic()
+
+    @property
+    def claims(self) -> int:
+        """How many times this process claimed an id (1 + re-claims after losses)."""
+        return self._state.claims
+
+    @property
+    def losses(self) -> int:
+        """How many times the id was lost (not renewed in time, or taken)."""
+        return self._state.losses
+
+    @property
+    def last_error(self) -> BaseException | None:
+        return self._state.last_error
+
+    def __enter__(self) -> Lease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
