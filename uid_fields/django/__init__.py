@@ -3,7 +3,7 @@
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
 from .lookups import IdTime
 from .query import ShardedManager, ShardedQuerySet
-from .routing import ShardRouter, UnroutableQueryError
+from .routing import ShardRouter, UnroutableQueryError, allow_off_shard_writes
 
 SnowflakeField.register_lookup(IdTime)
 ShardedBigIntField.register_lookup(IdTime)
@@ -17,4 +17,5 @@ __all__ = [
     "SnowflakeField",
     "UniqIdField",
     "UnroutableQueryError",
+    "allow_off_shard_writes",
 ]

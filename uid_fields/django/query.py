@@ -24,7 +24,7 @@ from django.db.models.query import (
 
 from ..errors import ShardKeyError
 from .fields import UidField
-from .routing import colocated, database_for_instance, parent_link, sharded_pk
+from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
 
 __all__ = ["ShardedManager", "ShardedQuerySet"]
 
@@ -333,11 +333,8 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             return self._db or self.db
         alias = database_for_instance(obj)
         if self._db is not None and self._db != alias:
-            raise ValueError(
-                f"this {type(obj).__name__}'s id routes to {alias!r}, but the write was "
-                f"sent to {self._db!r} (.using(), or a related manager of a row it does not "
-                "live with): a row stored off its shard could not be found by its id"
-            )
+            check_write(obj, self._db)  # WrongShardError, unless allowed on purpose
+            return self._db
         return alias
 
     def create(self, **kwargs: Any) -> Any:

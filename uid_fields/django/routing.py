@@ -10,12 +10,21 @@ from typing import Any
 from django.apps import apps
 from django.db import DEFAULT_DB_ALIAS, models
 from django.db import router as db_router
+from django.db.models.signals import pre_save
+from django.dispatch import receiver
 
-from ..errors import ShardKeyError, UnroutableQueryError
+from ..errors import ShardKeyError, UnroutableQueryError, WrongShardError
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 
-__all__ = ["ShardRouter", "UnroutableQueryError", "database_for_instance", "sharded_pk"]
+__all__ = [
+    "ShardRouter",
+    "UnroutableQueryError",
+    "allow_off_shard_writes",
+    "check_write",
+    "database_for_instance",
+    "sharded_pk",
+]
 
 
 def sharded_pk(model: Any) -> UidField | None:
@@ -114,6 +123,50 @@ def _follower_database(instance: models.Model, link: Any) -> str:
 
 def _lives_on_shards(model: Any) -> bool:
     return sharded_pk(model) is not None or parent_link(model) is not None
+
+
+_off_shard_allowed: ContextVar[bool] = ContextVar("uid_off_shard_allowed", default=False)
+
+
+@contextmanager
+def allow_off_shard_writes() -> Iterator[None]:
+    """Within the block, writes to a database a row's id does not name are let through.
+
+    For deliberate copies (a staging database, a migration between maps); every other
+    write of a sharded row to another database raises ``WrongShardError``.
+    """
+    token = _off_shard_allowed.set(True)
+    try:
+        yield
+    finally:
+        _off_shard_allowed.reset(token)
+
+
+def check_write(instance: models.Model, using: str) -> None:
+    """Refuse to store a row of a sharded model on a database its id does not name.
+
+    ``save(using=...)``, ``save_base(raw=True, using=...)`` (fixtures) and every other
+    write path end here, through the ``pre_save`` signal.
+    """
+    if _off_shard_allowed.get() or not _lives_on_shards(type(instance)):
+        return
+    expected = database_for_instance(instance)
+    if expected != using:
+        raise WrongShardError(
+            f"this {type(instance).__name__} (id {instance.pk}) lives on {expected!r}, but "
+            f"the write was sent to {using!r}: a row stored off its shard could not be "
+            "found by its id (load fixtures with `manage.py uid_fields loaddata`, or "
+            "wrap a deliberate copy in uid_fields.django.allow_off_shard_writes())",
+            database=using,
+            expected=expected,
+        )
+
+
+@receiver(pre_save, dispatch_uid="uid_fields.check_write")
+def _check_write_on_save(
+    sender: type[models.Model], instance: models.Model, using: str, **kwargs: Any
+) -> None:
+    check_write(instance, using)
 
 
 _pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)

@@ -1,18 +1,21 @@
-"""``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all."""
+"""``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all, fixtures."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from django.apps import apps
+from django.core import serializers
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from ...conf import conf, get_generator, shard_databases
 from ...fields import UidField
+from ...fixtures import dump, load
 from ...operations import next_id_function
 from ...routing import sharded_pk
 
@@ -44,6 +47,19 @@ class Command(BaseCommand):
             help="re-install a missing or stale function (its state sequence is kept)",
         )
         sub.add_parser("migrate-all", help="migrate default and every shard database")
+        dump = sub.add_parser(
+            "dumpdata", help="dump models, the rows of sharded ones from every shard"
+        )
+        dump.add_argument("labels", nargs="*", help="app_label or app_label.Model")
+        dump.add_argument("--format", default="json")
+        dump.add_argument("--indent", type=int)
+        dump.add_argument("--database", default="default", help="for ordinary models")
+        dump.add_argument("-o", "--output", help="a file instead of standard output")
+        load = sub.add_parser(
+            "loaddata", help="load fixture files, each sharded row onto its own shard"
+        )
+        load.add_argument("fixtures", nargs="+", help="fixture files (.json, .xml)")
+        load.add_argument("--database", default="default", help="for ordinary models")
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"].replace("-", "_")
@@ -166,6 +182,34 @@ class Command(BaseCommand):
         if f"{function}({expected.shard})" not in bodies[f"{function}()"]:
             return f"{function}() does not use logical shard {expected.shard}"
         return "ok"
+
+    # -- fixtures ------------------------------------------------------------------------
+    def do_dumpdata(
+        self,
+        labels: list[str],
+        format: str,
+        indent: int | None,
+        database: str,
+        output: str | None = None,
+        **options: Any,
+    ) -> None:
+        try:
+            text = dump(labels, fmt=format, indent=indent, database=database)
+        except (LookupError, serializers.SerializerDoesNotExist) as exc:
+            raise CommandError(str(exc)) from None
+        if output:
+            Path(output).write_text(text)
+        else:
+            self.stdout.write(text)
+
+    def do_loaddata(self, fixtures: list[str], database: str, **options: Any) -> None:
+        missing = [f for f in fixtures if not Path(f).is_file()]
+        if missing:
+            raise CommandError(f"no such fixture file: {', '.join(missing)}")
+        counts = load(fixtures, database=database)
+        for alias in sorted(counts):
+            self.stdout.write(f"{alias:<16} {counts[alias]} rows")
+        self.stdout.write(f"installed {sum(counts.values())} rows from {len(fixtures)} file(s)")
 
     # -- migrate-all ---------------------------------------------------------------------
     def do_migrate_all(self, **options: Any) -> None:
