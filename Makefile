@@ -1,15 +1,18 @@
-# Every target bootstraps its own virtualenv in .venv from pyproject.toml.
+# Every target bootstraps its own virtualenv in .venv from pyproject.toml: the project
+# with every published extra, and the tools of the PEP 735 dependency groups (pip 25.1+).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
+EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf
+PIP_FOR_GROUPS := 'pip>=25.1'
 
-.PHONY: test test-compat demo serve lint format clean bench docs
+.PHONY: test test-compat test-sqlalchemy-only demo serve lint format clean bench docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --upgrade $(PIP_FOR_GROUPS)
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' --group dev
 	@touch $(STAMP)
 
 # The whole suite with SQLite shards, then the Django tests again with the four shard
@@ -24,13 +27,38 @@ test: $(STAMP)
 COMPAT := .venv-compat
 $(COMPAT)/.installed: pyproject.toml
 	@test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
-	$(COMPAT)/bin/python -m pip install --quiet --upgrade pip
-	$(COMPAT)/bin/python -m pip install --quiet -e '.[dev]' 'Django>=4.2,<5.0' 'SQLAlchemy>=2.0,<2.1'
+	$(COMPAT)/bin/python -m pip install --quiet --upgrade $(PIP_FOR_GROUPS)
+	$(COMPAT)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]' --group test \
+		'Django>=4.2,<5.0' 'SQLAlchemy>=2.0,<2.1'
 	@touch $@
 
 test-compat: $(COMPAT)/.installed
 	$(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django tests/sqlalchemy $(PYTEST_ARGS)
 	UID_FIELDS_TEST_DB=postgres $(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django $(PYTEST_ARGS)
+
+# `pip install 'uid-fields[sqlalchemy]'` alone (no Django, no greenlet, newest SQLAlchemy
+# 2.x): the sync SQLAlchemy tests and the core tests on SQLite shards. Left out here: the
+# server backends and the modules that need another extra or group (asyncio, alembic,
+# redis, PostgreSQL-made ids, the benchmark tools); `make test` runs them all.
+SQLA := .venv-sqla
+SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py \
+	tests/sqlalchemy/test_database_ids.py tests/core/test_redis_lease.py \
+	tests/core/test_redis_sequence.py tests/core/test_database_lease.py \
+	tests/core/test_benchmark_smoke.py
+$(SQLA)/.installed: pyproject.toml
+	@test -x $(SQLA)/bin/python || $(PYTHON) -m venv $(SQLA)
+	$(SQLA)/bin/python -m pip install --quiet --upgrade pip
+	$(SQLA)/bin/python -m pip install --quiet -e '.[sqlalchemy]' 'pytest>=8' 'hypothesis>=6.100'
+	@touch $@
+
+test-sqlalchemy-only: $(SQLA)/.installed
+	@$(SQLA)/bin/python -c "import importlib.util as u, sys; \
+		extra = [m for m in ('django', 'greenlet', 'rest_framework') if u.find_spec(m)]; \
+		sys.exit(f'$(SQLA) must not have {extra}' if extra else None)"
+	UID_FIELDS_REQUIRE_SERVICES=1 $(SQLA)/bin/python -m pytest -p no:cacheprovider \
+		-W 'ignore:Unknown config option:pytest.PytestConfigWarning' \
+		tests/sqlalchemy tests/core $(SQLA_IGNORE:%=--ignore=%) \
+		-k 'not postgresql and not mariadb and not mysql' $(PYTEST_ARGS)
 
 # Every id scheme generated and decoded, then the example shop on four SQLite shards
 # (EXAMPLE_DB=postgres or EXAMPLE_DB=mysql for server shards).
@@ -46,7 +74,7 @@ serve: $(STAMP)
 # Benchmarks against the peer packages, with the servers of `make test`: prints the
 # tables, writes docs/benchmarks.md and its chart. BENCH_ARGS="--only gen --no-write".
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet --group bench
 	$(BIN)/python -m tests.benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
@@ -63,4 +91,4 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) $(COMPAT) .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var
+	rm -rf $(VENV) $(COMPAT) $(SQLA) .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var

@@ -1,5 +1,8 @@
 """Distributed, decodable ids that carry their shard: the ORM-free core."""
 
+# The package version: pyproject.toml reads it from here ([tool.hatch.version]).
+__version__ = "0.1.0"
+
 from . import locality, uniqid
 from .clock import Clock, ManualClock, SystemClock
 from .errors import (
@@ -70,6 +73,7 @@ __all__ = [
     "UnroutableQueryError",
     "WorkerIdsExhaustedError",
     "WrongShardError",
+    "__version__",
     "locality",
     "uniqid",
 ]

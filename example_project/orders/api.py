@@ -1,11 +1,11 @@
-from rest_framework import serializers, viewsets
+from rest_framework import viewsets
 
-from uid_fields.django.rest import IdTimeFilter
+from uid_fields.django.rest import IdTimeFilter, UidModelSerializer
 
 from .models import Order
 
 
-class OrderSerializer(serializers.ModelSerializer):
+class OrderSerializer(UidModelSerializer):
     class Meta:
         model = Order
         fields = ["id", "customer", "status", "total_cents", "note"]

@@ -1,17 +1,41 @@
-"""DRF: 64-bit ids are JSON strings, accepted back as strings or ints."""
+"""DRF: 64-bit ids are JSON strings, accepted back as strings or ints — when asked for.
+
+String ids come from ``UidModelSerializer`` / ``UidSerializerMixin``; DRF's own
+``ModelSerializer`` is left alone unless ``UID_FIELDS["DRF_STRING_IDS"]`` is true.
+"""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
+from rest_framework import serializers
 from rest_framework.test import APIClient
 
-from uid_fields.django.rest import UidJSONEncoder
+from uid_fields.django import SnowflakeField
+from uid_fields.django.rest import (
+    IdStringField,
+    StringPrimaryKeyRelatedField,
+    UidJSONEncoder,
+    UidSerializerMixin,
+)
 
-from .testapp.api import CustomerSerializer, PageViewSerializer
+from .testapp.api import (
+    CustomerSerializer,
+    PageViewSerializer,
+    PlainCustomerSerializer,
+    PlainPurchaseSerializer,
+    PurchaseSerializer,
+)
 from .testapp.models import Customer, Order, PageView, Purchase
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -54,14 +78,112 @@ def test_foreign_keys_to_uid_models_are_strings_both_ways(api: APIClient) -> Non
     assert bad.status_code == 400
 
 
-def test_plain_model_serializers_pick_up_the_mapping() -> None:
-    customer = Customer(name="x")
+def test_plain_model_serializers_are_left_alone_by_default() -> None:
+    # The test project installs rest_framework and uid_fields.django without
+    # DRF_STRING_IDS: DRF's ModelSerializer must be exactly as DRF made it.
+    mapping = serializers.ModelSerializer.serializer_field_mapping
+    assert not any(issubclass(cls, IdStringField) for cls in mapping.values())
+    assert SnowflakeField not in mapping
+    assert serializers.ModelSerializer.serializer_related_field is (
+        serializers.PrimaryKeyRelatedField
+    )
+    customer = Customer.objects.create(name="x")
+    data = PlainCustomerSerializer(customer).data
+    assert data["id"] == customer.pk and isinstance(data["id"], int)
+    purchase = Purchase.objects.create(customer=customer, total=2)
+    data = PlainPurchaseSerializer(purchase).data
+    assert data["id"] == purchase.pk and data["customer"] == customer.pk
+    assert type(PlainPurchaseSerializer().fields["customer"]) is serializers.PrimaryKeyRelatedField
+
+
+def test_the_mixin_gives_string_ids() -> None:
+    customer = Customer.objects.create(name="x")
     data = CustomerSerializer(customer).data
     assert data["id"] == str(customer.pk)
     serializer = CustomerSerializer(data={"id": str(customer.pk), "name": "y"})
     assert "id" not in serializer.fields or serializer.fields["id"].read_only
+    purchase = Purchase.objects.create(customer=customer, total=2)
+    data = PurchaseSerializer(purchase).data
+    assert data == {"id": str(purchase.pk), "customer": str(customer.pk), "total": 2}
+    fields = PurchaseSerializer().fields
+    assert isinstance(fields["id"], IdStringField)
+    assert type(fields["customer"]) is StringPrimaryKeyRelatedField
     view = PageView(path="/p")
     assert PageViewSerializer(view).data["id"] == str(view.pk)
+
+
+def test_the_mixin_keeps_hyperlinks_hyperlinks() -> None:
+    class Linked(UidSerializerMixin, serializers.HyperlinkedModelSerializer):  # type: ignore[type-arg]
+        class Meta:
+            model = Purchase
+            fields = ["id", "customer"]
+
+    fields = Linked().fields
+    assert isinstance(fields["id"], IdStringField)
+    assert type(fields["customer"]) is serializers.HyperlinkedRelatedField
+
+
+def _start_django(installed: list[str], uid_fields: dict[str, Any]) -> dict[str, Any]:
+    """Set Django up in a fresh interpreter; what did the app's ready() do to DRF?"""
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        import django
+        from django.conf import settings
+
+        settings.configure(
+            INSTALLED_APPS={installed!r}, UID_FIELDS={uid_fields!r}, USE_TZ=True,
+            DATABASES={{"default": {{"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}}},
+        )
+        django.setup()
+        seen = {{
+            "rest_framework": "rest_framework" in sys.modules,
+            "uid_fields.django.rest": "uid_fields.django.rest" in sys.modules,
+        }}
+        if "rest_framework" in settings.INSTALLED_APPS:
+            from rest_framework import serializers
+            from uid_fields.django import ShardedBigIntField, SnowflakeField
+
+            mapping = serializers.ModelSerializer.serializer_field_mapping
+            seen["mapping"] = [
+                mapping.get(cls, serializers.IntegerField).__name__
+                for cls in (SnowflakeField, ShardedBigIntField)
+            ]
+            seen["related"] = serializers.ModelSerializer.serializer_related_field.__name__
+        print(json.dumps(seen))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+APPS = ["django.contrib.contenttypes", "django.contrib.auth", "uid_fields.django"]
+
+
+def test_drf_is_untouched_without_the_setting() -> None:
+    seen = _start_django([*APPS, "rest_framework"], {})
+    assert seen["mapping"] == ["IntegerField", "IntegerField"]
+    assert seen["related"] == "PrimaryKeyRelatedField"
+    assert seen["uid_fields.django.rest"] is False
+
+
+def test_ready_imports_no_drf_unless_asked() -> None:
+    # rest_framework is importable here, but not an installed app: leave it unimported,
+    # with the setting off and even with it on.
+    for setting in ({}, {"DRF_STRING_IDS": False}, {"DRF_STRING_IDS": True}):
+        seen = _start_django(APPS, setting)
+        assert seen == {"rest_framework": False, "uid_fields.django.rest": False}, setting
+
+
+def test_the_setting_still_patches_every_model_serializer() -> None:
+    seen = _start_django([*APPS, "rest_framework"], {"DRF_STRING_IDS": True})
+    assert seen["mapping"] == ["IdStringField", "IdStringField"]
+    assert seen["related"] == "StringPrimaryKeyRelatedField"
+    assert seen["uid_fields.django.rest"] is True
 
 
 def test_time_range_filter_backend(api: APIClient) -> None:

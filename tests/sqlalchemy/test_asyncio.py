@@ -1,8 +1,13 @@
-"""The sharded session under asyncio: aiosqlite files and psycopg async databases."""
+"""The sharded session under asyncio: aiosqlite files and psycopg async databases.
+
+Needs greenlet (the ``asyncio`` extra); ``make test-sqlalchemy-only`` leaves this module out.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +15,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import selectinload
 
-from uid_fields.sqlalchemy import async_sharded_sessionmaker, bulk_insert
+import uid_fields.sqlalchemy
+from uid_fields.sqlalchemy import bulk_insert
+from uid_fields.sqlalchemy.asyncio import async_sharded_session, async_sharded_sessionmaker
 
 from .conftest import SHARDS, postgres_url, recording
 from .models import Base, Item, Order
@@ -71,3 +78,27 @@ def test_async_sessions_on_postgres(postgres_databases: list[str]) -> None:
 def test_async_sessionmaker_needs_shards() -> None:
     with pytest.raises(ValueError, match="at least one shard"):
         async_sharded_sessionmaker({})()
+
+
+def test_the_package_names_the_async_helpers_lazily() -> None:
+    from uid_fields.sqlalchemy import async_sharded_session as session_from_package
+
+    assert session_from_package is async_sharded_session
+    assert uid_fields.sqlalchemy.async_sharded_sessionmaker is async_sharded_sessionmaker
+    with pytest.raises(AttributeError, match="no_such_name"):
+        uid_fields.sqlalchemy.no_such_name  # noqa: B018
+
+
+def test_importing_the_package_leaves_asyncio_alone() -> None:
+    # Plain sessions must work without greenlet, which SQLAlchemy's asyncio needs.
+    code = (
+        "import sys, uid_fields.sqlalchemy; "
+        "print(sorted(m for m in sys.modules if m.startswith("
+        "('sqlalchemy.ext.asyncio', 'uid_fields.sqlalchemy.asyncio'))))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import importlib.util
-
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 
 
 class UidFieldsConfig(AppConfig):
@@ -17,8 +15,9 @@ class UidFieldsConfig(AppConfig):
         from .converters import register
 
         register()
-        drf = importlib.util.find_spec("rest_framework") is not None
-        if drf and conf.raw.get("DRF_STRING_IDS", True):
+        # Opt-in: DRF is left alone unless the project asks for string ids process-wide.
+        # Without the setting neither rest_framework nor .rest is imported here.
+        if conf.raw.get("DRF_STRING_IDS", False) and apps.is_installed("rest_framework"):
             from .rest import install
 
             install()

@@ -1,14 +1,16 @@
 """Django REST framework support: 64-bit ids as JSON strings, accepted as strings or ints.
 
 JavaScript numbers are exact only up to 2**53 - 1, which every snowflake passes within
-weeks of its epoch. With ``UID_FIELDS["DRF_STRING_IDS"]`` (on by default) plain
-``ModelSerializer`` classes render these ids, and primary keys that point at them, as strings.
+weeks of its epoch. Serializers built on ``UidModelSerializer`` (or ``UidSerializerMixin``
+over any ``ModelSerializer``) render these ids, and primary keys that point at them, as
+strings. Nothing changes DRF by itself: only ``UID_FIELDS["DRF_STRING_IDS"] = True`` (off by
+default) makes every plain ``ModelSerializer`` of the process do the same, via ``install()``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
@@ -17,6 +19,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend
 from rest_framework.renderers import JSONRenderer
+from rest_framework.utils.model_meta import RelationInfo
 
 from .fields import ShardedBigIntField, SnowflakeField, UidField
 from .lookups import _aware
@@ -27,6 +30,9 @@ __all__ = [
     "StringPrimaryKeyRelatedField",
     "UidJSONEncoder",
     "UidJSONRenderer",
+    "UidModelSerializer",
+    "UidSerializerMixin",
+    "dumps",
     "install",
 ]
 
@@ -128,8 +134,56 @@ class IdTimeFilter(BaseFilterBackend):
         return queryset
 
 
+_STRING_ID_FIELDS = (SnowflakeField, ShardedBigIntField)
+# What DRF maps these model fields to by itself (BigIntegerField exists from DRF 3.16 on).
+_DRF_INTEGER_FIELDS: tuple[type[serializers.Field[Any, Any, Any, Any]], ...] = tuple(
+    cls
+    for cls in (serializers.IntegerField, getattr(serializers, "BigIntegerField", None))
+    if cls is not None
+)
+
+if TYPE_CHECKING:
+    _SerializerBase = serializers.ModelSerializer[Any]
+else:
+    _SerializerBase = object
+
+
+class UidSerializerMixin(_SerializerBase):
+    """Uid ids, and primary keys that point at uid models, as strings in this serializer.
+
+    Put it before ``ModelSerializer`` (or ``HyperlinkedModelSerializer``, whose hyperlinks
+    it leaves alone) in the bases: ``class OrderSerializer(UidSerializerMixin,
+    serializers.ModelSerializer)``. Fields with ``choices`` stay choice fields.
+    """
+
+    def build_standard_field(
+        self, field_name: str, model_field: models.Field[Any, Any]
+    ) -> tuple[type[serializers.Field[Any, Any, Any, Any]], dict[str, Any]]:
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        if isinstance(model_field, _STRING_ID_FIELDS) and field_class in _DRF_INTEGER_FIELDS:
+            field_class = IdStringField
+        return field_class, kwargs
+
+    def build_relational_field(
+        self, field_name: str, relation_info: RelationInfo
+    ) -> tuple[type[serializers.Field[Any, Any, Any, Any]], dict[str, Any]]:
+        field_class, kwargs = super().build_relational_field(field_name, relation_info)
+        if field_class is serializers.PrimaryKeyRelatedField:
+            field_class = StringPrimaryKeyRelatedField
+        return field_class, kwargs
+
+
+class UidModelSerializer(UidSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
+    """A ``ModelSerializer`` with uid ids (and keys pointing at uid models) as strings."""
+
+
 def install() -> None:
-    """Make plain ModelSerializers render uid ids (and keys pointing at them) as strings."""
+    """Make every plain ModelSerializer render uid ids (and keys to them) as strings.
+
+    This changes DRF for the whole process; the app calls it at startup only when
+    ``UID_FIELDS["DRF_STRING_IDS"]`` is true and ``rest_framework`` is an installed app.
+    Prefer ``UidModelSerializer`` / ``UidSerializerMixin``.
+    """
     mapping: dict[type[models.Field[Any, Any]], type[serializers.Field[Any, Any, Any, Any]]]
     mapping = serializers.ModelSerializer.serializer_field_mapping
     mapping[SnowflakeField] = IdStringField

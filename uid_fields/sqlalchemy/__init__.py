@@ -3,7 +3,12 @@
 ``SnowflakeField``/``ShardedBigIntField``/``LocalityUUIDField`` return ``mapped_column``s
 whose ids are assigned when an object is built; ``sharded_session()`` sends every row,
 ``get()`` and id query to the shard its id names. See docs/sqlalchemy.md.
+
+The asyncio sessions live in ``uid_fields.sqlalchemy.asyncio`` (extra ``asyncio``: SQLAlchemy's
+asyncio support needs greenlet); their names here are imported on first use only.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
 from .bulk import bulk_insert
@@ -12,15 +17,12 @@ from .ddl import DatabaseIds
 from .errors import ShardKeyError, ShardRoutingError
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field_config
 from .leases import database_lease, lease_factory, lease_table
-from .session import (
-    ShardedIdSession,
-    async_sharded_session,
-    async_sharded_sessionmaker,
-    place_on_shard,
-    sharded_session,
-    sharded_sessionmaker,
-)
+from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .types import LocalityUUIDType, SnowflakeType
+
+if TYPE_CHECKING:
+    from .asyncio import async_sharded_session as async_sharded_session
+    from .asyncio import async_sharded_sessionmaker as async_sharded_sessionmaker
 
 __all__ = [
     "DatabaseIds",
@@ -33,8 +35,6 @@ __all__ = [
     "ShardedIdSession",
     "SnowflakeField",
     "SnowflakeType",
-    "async_sharded_session",
-    "async_sharded_sessionmaker",
     "bulk_insert",
     "database_lease",
     "field_config",
@@ -44,3 +44,17 @@ __all__ = [
     "sharded_session",
     "sharded_sessionmaker",
 ]
+
+_ASYNC_NAMES = frozenset({"async_sharded_session", "async_sharded_sessionmaker"})
+
+
+def __getattr__(name: str) -> Any:
+    """``async_sharded_session``/``async_sharded_sessionmaker``, loaded when first asked for.
+
+    An optional dependency: ``.asyncio`` needs greenlet, which plain sessions do not.
+    """
+    if name in _ASYNC_NAMES:
+        from . import asyncio as _asyncio
+
+        return getattr(_asyncio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

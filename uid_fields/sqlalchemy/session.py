@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Engine
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
@@ -34,8 +33,6 @@ from .routing import Router, TableRoute
 
 __all__ = [
     "ShardedIdSession",
-    "async_sharded_session",
-    "async_sharded_sessionmaker",
     "place_on_shard",
     "sharded_session",
     "sharded_sessionmaker",
@@ -299,20 +296,3 @@ def sharded_sessionmaker(
     shards: Mapping[str, Engine], **kwargs: Any
 ) -> sessionmaker[ShardedIdSession]:
     return sessionmaker(class_=ShardedIdSession, shards=shards, **kwargs)
-
-
-def _sync_engines(shards: Mapping[str, AsyncEngine]) -> dict[str, Engine]:
-    return {name: engine.sync_engine for name, engine in shards.items()}
-
-
-def async_sharded_sessionmaker(
-    shards: Mapping[str, AsyncEngine], **kwargs: Any
-) -> async_sessionmaker[AsyncSession]:
-    """``async_sessionmaker`` whose sessions route like ``sharded_session()``."""
-    return async_sessionmaker(
-        sync_session_class=ShardedIdSession, shards=_sync_engines(shards), **kwargs
-    )
-
-
-def async_sharded_session(shards: Mapping[str, AsyncEngine], **kwargs: Any) -> AsyncSession:
-    return AsyncSession(sync_session_class=ShardedIdSession, shards=_sync_engines(shards), **kwargs)
