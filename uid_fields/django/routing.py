@@ -121,6 +121,19 @@ def _follower_database(instance: models.Model, link: Any) -> str:
     return parent_field.placement.database_of(parent_id)
 
 
+def _placed_or_none(instance: models.Model) -> str | None:
+    """The database of a new row, or None while its shard key is missing or invalid.
+
+    Validation asks the router too (``full_clean()`` validating constraints, a ModelForm's
+    ``is_valid()``): a missing key must become the form's "This field is required.", not
+    an exception. ``save()`` still refuses the row, in the ``pre_save`` write check.
+    """
+    try:
+        return database_for_instance(instance)
+    except ShardKeyError:
+        return None
+
+
 def _lives_on_shards(model: Any) -> bool:
     return sharded_pk(model) is not None or parent_link(model) is not None
 
@@ -219,7 +232,7 @@ class ShardRouter:
                 if loaded and getattr(instance, field.attname) is not None:
                     return instance._state.db  # a loaded row goes back where it came from
                 # New, or a copy (obj.pk = None): where its (new) id says.
-                return database_for_instance(instance)
+                return _placed_or_none(instance)
             if colocated(model, type(instance)):
                 # A related manager's parent or an FK value on the same database.
                 return instance._state.db  # type: ignore[no-any-return]
@@ -265,7 +278,7 @@ class ShardRouter:
         if isinstance(instance, model):
             if not instance._state.adding and instance._state.db is not None:
                 return instance._state.db
-            return _follower_database(instance, link)
+            return _placed_or_none(instance)
         if instance is not None and isinstance(instance, link.related_model):
             return instance._state.db  # type: ignore[no-any-return]
         pinned = pinned_shard(model)
