@@ -84,3 +84,11 @@ def test_postgres_uses_the_primary_key_index() -> None:
         plan = "\n".join(row[0] for row in cursor.fetchall())
         cursor.execute("RESET enable_seqscan")
     assert "testapp_order_pkey" in plan and "Index Cond: (id >= " in plan, plan
+
+
+@pytest.mark.parametrize("value", ["2024-13-45", "2024-02-30T10:00:00Z", "yesterday"])
+def test_an_impossible_date_string_is_a_validation_error(value: str) -> None:
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        list(Order.objects.on_all_shards().filter(id__time__gte=value))

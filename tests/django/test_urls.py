@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
-from .testapp.models import Order, PageView
+from .testapp.models import Customer, Order, PageView, Purchase
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -36,3 +37,17 @@ def test_locality_uuid_converter() -> None:
         str(view.pk).replace("-", ""),
     ]:
         assert client.get(f"/views/{bad}/").status_code == 404
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64 - 1, 2**63 - 1])
+def test_a_shard_key_in_a_url_that_no_row_can_have_is_a_404(client: Any, value: int) -> None:
+    response = client.get(f"/customers/{value}/purchases/")
+    assert response.status_code == 404
+
+
+def test_a_customers_purchases_by_url(client: Any) -> None:
+    customer = Customer.objects.create(name="c")
+    purchase = Purchase.objects.create(customer=customer)
+    response = client.get(f"/customers/{customer.pk}/purchases/")
+    assert response.status_code == 200
+    assert response.json() == {"purchases": [str(purchase.pk)]}

@@ -7,7 +7,7 @@ from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
 from .testapp.api import OrderViewSet, PurchaseViewSet
-from .testapp.models import Order, PageView
+from .testapp.models import Customer, Order, PageView, Purchase
 
 router = DefaultRouter()
 router.register("orders", OrderViewSet, basename="order")
@@ -17,6 +17,13 @@ router.register("purchases", PurchaseViewSet, basename="purchase")
 def order_detail(request: HttpRequest, pk: int) -> HttpResponse:
     order = get_object_or_404(Order, pk=pk)
     return JsonResponse({"id": str(order.pk), "shard": order._state.db})
+
+
+def customer_purchases(request: HttpRequest, customer_id: int) -> HttpResponse:
+    purchases = Purchase.objects.filter(customer_id=customer_id)
+    if not purchases.exists():
+        get_object_or_404(Customer, pk=customer_id)
+    return JsonResponse({"purchases": [str(p.pk) for p in purchases]})
 
 
 def pageview_detail(request: HttpRequest, pk: object) -> HttpResponse:
@@ -30,4 +37,9 @@ urlpatterns = [
     path("orders/<snowflake:pk>/", order_detail, name="order-detail"),
     path("sharded/<sharded:pk>/", order_detail, name="order-sharded"),
     path("views/<locality_uuid:pk>/", pageview_detail, name="pageview-detail"),
+    path(
+        "customers/<snowflake:customer_id>/purchases/",
+        customer_purchases,
+        name="customer-purchases",
+    ),
 ]

@@ -22,7 +22,10 @@ __all__ = ["IdTime"]
 
 def _aware(value: Any) -> dt.datetime:
     if isinstance(value, str):
-        parsed = parse_datetime(value.strip())
+        try:
+            parsed = parse_datetime(value.strip())
+        except ValueError:  # well formed but impossible: "2024-13-45"
+            parsed = None
         if parsed is None:
             raise ValidationError(f"{value!r} is not a date/time", code="invalid")
         value = parsed

@@ -170,10 +170,11 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 try:
                     logical = field.logical_shard_for_key(value)
                 except (TypeError, ValueError):
-                    continue  # a key no shard can be picked by: let the query fail or fan out
-                if logical is None:
-                    continue
-                aliases = {shard_map.database(logical)}
+                    aliases = set()  # a key no row can have (a parent id out of range)
+                else:
+                    if logical is None:
+                        continue
+                    aliases = {shard_map.database(logical)}
             else:
                 continue
             found = aliases if found is None else found & aliases
