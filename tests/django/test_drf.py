@@ -207,3 +207,29 @@ def test_bad_ids_in_api_urls_are_404(api: APIClient) -> None:
 def test_json_encoder_stringifies_only_unsafe_ints() -> None:
     text = json.dumps({"a": 2**53 - 1, "b": 2**53, "c": [-(2**60), True]}, cls=UidJSONEncoder)
     assert json.loads(text) == {"a": 2**53 - 1, "b": str(2**53), "c": [str(-(2**60)), True]}
+
+
+class BasketSerializer(UidSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        from .testapp.models import Basket
+
+        model = Basket
+        fields = ["id", "ref"]
+
+
+@pytest.mark.parametrize("value", ["\u0661\u0662", "\u0661\u0662\u0663\u0664", "\uff11\uff12"])
+def test_id_fields_refuse_non_ascii_digits(value: str) -> None:
+    assert not BasketSerializer(data={"ref": value}).is_valid()
+    field = IdStringField()
+    with pytest.raises(serializers.ValidationError):
+        field.run_validation(value)
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_null_or_empty_for_a_nullable_uid_column_stores_null(value: Any) -> None:
+    serializer = BasketSerializer(data={"ref": value})
+    assert serializer.is_valid(), serializer.errors
+    basket = serializer.save()
+    from .testapp.models import Basket
+
+    assert Basket.objects.get(pk=basket.pk).ref is None

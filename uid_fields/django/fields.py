@@ -21,7 +21,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..errors import ShardKeyError
 from ..generators import DecimalGenerator
-from ..layouts import IntLayout
+from ..layouts import IntLayout, coerce_id
 from ..placement import Placement
 from ..shards import ShardMap
 from . import conf
@@ -197,6 +197,8 @@ class UidField(models.Field):  # type: ignore[type-arg]
             value = model_instance.__dict__.get(self.attname)
             if value is not None and not _is_db_default(value):
                 return value  # filled at construction: the usual case, once per row in bulk
+            if value is None and self.null and not self.primary_key:
+                return None  # set to None on purpose (the default made an id): NULL
             return self.fill(model_instance)
         return super().pre_save(model_instance, add)
 
@@ -368,10 +370,7 @@ class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[type-arg]
         layout = self.layout
         if layout is not None:
             return layout.coerce(value)
-        number = int(str(value).strip())
-        if number < 0:
-            raise ValueError(f"id {number} is negative")
-        return number
+        return coerce_id(value, max_value=2**64 - 1)  # ASCII digits only, never "١٢"
 
     def to_python(self, value: Any) -> int | None:
         if value is None or (isinstance(value, int) and not isinstance(value, bool)):

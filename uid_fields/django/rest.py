@@ -48,6 +48,11 @@ class IdStringField(serializers.IntegerField):
         self.model_field: UidField | None = kwargs.pop("model_field", None)
         super().__init__(**kwargs)
 
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data == "" and self.allow_null:
+            return True, None  # an empty form value of a nullable id is NULL, not an id
+        return super().validate_empty_values(data)  # type: ignore[no-any-return]
+
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, (int, str)):
             self.fail("invalid")
@@ -56,7 +61,7 @@ class IdStringField(serializers.IntegerField):
                 value = self.model_field.to_python(data)
             else:
                 text = str(data).strip()
-                if not text.isdigit():
+                if not (text.isascii() and text.isdigit()):
                     raise ValueError(text)
                 value = int(text)
         except (DjangoValidationError, ValueError):

@@ -148,6 +148,7 @@ class Basket(models.Model):
     created_by = models.ForeignKey(
         "auth.User", null=True, on_delete=models.DO_NOTHING, db_constraint=False
     )
+    ref = SnowflakeField(null=True)  # a nullable uid column: None stays NULL
 
     objects = ShardedManager()
 
