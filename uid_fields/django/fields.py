@@ -25,6 +25,7 @@ from ..layouts import IntLayout, coerce_id
 from ..placement import Placement
 from ..shards import ShardMap
 from . import conf
+from .functions import NextId
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -71,8 +72,6 @@ class UidField(models.Field):  # type: ignore[type-arg]
         self.database_default = bool(kwargs.pop("database_default", False))
         self.db_function = kwargs.pop("function", "uid_next_id")
         if self.database_default and _DatabaseDefault is not None:
-            from .functions import NextId
-
             kwargs["db_default"] = NextId(self.db_function)  # (E009 explains it on 4.2)
         else:
             kwargs["default"] = _Default(self)

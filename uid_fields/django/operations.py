@@ -11,18 +11,17 @@ from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
+from ..generators import ShardedIdGenerator
 from ..layouts import SnowflakeLayout
 from ..placement import stamped_logical_shard
 from ..sql import NextIdFunction
+from .conf import get_generator, get_shard_map
 
 __all__ = ["InstallNextId"]
 
 
 def next_id_function(generator: str, shards: str, alias: str, function: str) -> NextIdFunction:
     """The function as it must be on ``alias`` for the current settings."""
-    from ..generators import ShardedIdGenerator
-    from .conf import get_generator, get_shard_map
-
     gen = get_generator(generator)
     if not isinstance(gen, ShardedIdGenerator) or not isinstance(gen.layout, SnowflakeLayout):
         raise ValueError(f"generator {generator!r} is not a sharded generator")
@@ -52,8 +51,6 @@ class InstallNextId(Operation):
         pass
 
     def _applies(self, schema_editor: Any) -> bool:
-        from .conf import get_shard_map
-
         connection = schema_editor.connection
         if connection.vendor != "postgresql":
             return False

@@ -8,12 +8,13 @@ default the id, which for these ids is creation time.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist, ValidationError
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connections, models, transaction
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.query import (
     FlatValuesListIterable,
@@ -23,7 +24,7 @@ from django.db.models.query import (
 )
 
 from ..errors import ShardKeyError
-from .fields import UidField
+from .fields import UidField, _is_db_default
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
 
 __all__ = ["ShardedManager", "ShardedQuerySet"]
@@ -440,10 +441,6 @@ def _fill_ids(objs: Sequence[models.Model]) -> None:
 
 def _fetch_database_ids(field: UidField, alias: str, objs: list[models.Model]) -> None:
     """Ids for database-made keys in one round trip, so bulk inserts can return them."""
-    from django.db import connections
-
-    from .fields import _is_db_default
-
     missing = [o for o in objs if _is_db_default(getattr(o, field.attname))]
     if not missing:
         return
@@ -560,8 +557,6 @@ def _merged_rows(
     if iterable is FlatValuesListIterable:
         return [row[0] for row in rows]
     if iterable is NamedValuesListIterable:
-        from collections import namedtuple
-
         factory = namedtuple("Row", names)
         return [factory(*row[:width]) for row in rows]
     return [row[:width] for row in rows]

@@ -51,7 +51,7 @@ class IdStringField(serializers.IntegerField):
     def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
         if data == "" and self.allow_null:
             return True, None  # an empty form value of a nullable id is NULL, not an id
-        return super().validate_empty_values(data)  # type: ignore[no-any-return]
+        return super().validate_empty_values(data)
 
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, (int, str)):
