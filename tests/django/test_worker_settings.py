@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,7 @@ from tests import services
 from tests.core.test_fork import run_in_children
 from tests.django.testapp.models import Order
 from tests.redis_servers import key_prefix
-from uid_fields import TWITTER, DatabaseLease, RedisLease
+from uid_fields import TWITTER, ConfigurationError, DatabaseLease, RedisLease
 from uid_fields.django.conf import build_generator, get_generator
 from uid_fields.django.models import WorkerLease
 
@@ -71,18 +72,21 @@ def test_a_database_lease_from_settings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("worker", "message"),
+    ("worker", "key", "message"),
     [
-        ({"lease": "zookeeper", "name": "x"}, "must be 'redis' or 'database'"),
-        ({"lease": "redis", "name": "x"}, "needs a 'url'"),
-        ({"lease": "redis", "url": "redis://127.0.0.1:6379/0"}, "needs a 'name'"),
-        ({"lease": "database", "name": "x", "url": "redis://"}, "unknown keys \\['url'\\]"),
-        ({"leese": "redis"}, "unknown source for field 'worker'"),
+        ({"lease": "zookeeper", "name": "x"}, "lease", "must be 'redis' or 'database'"),
+        ({"lease": "redis", "name": "x"}, "url", "needs a 'url'"),
+        ({"lease": "redis", "url": "redis://127.0.0.1:6379/0"}, "name", "needs a 'name'"),
+        ({"lease": "database", "name": "x", "url": "redis://"}, "url", "unknown key 'url'"),
+        ({"leese": "redis"}, "", "unknown source for field 'worker'"),
     ],
 )
-def test_bad_lease_settings_say_what_is_wrong(worker: dict[str, Any], message: str) -> None:
+def test_bad_lease_settings_say_what_is_wrong(
+    worker: dict[str, Any], key: str, message: str
+) -> None:
     config = with_worker(worker)["GENERATORS"]["default"]
-    with pytest.raises(ValueError, match=message):
+    path = "GENERATORS.default.fields.worker" + (f".{key}" if key else "")
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(path)}: .*{message}"):
         build_generator("default", config)
 
 

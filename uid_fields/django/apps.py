@@ -18,7 +18,7 @@ class UidFieldsConfig(AppConfig):
 
         register()
         drf = importlib.util.find_spec("rest_framework") is not None
-        if drf and conf.raw.get("DRF_STRING_IDS", True):
+        if drf and conf.DRF_STRING_IDS:
             from .rest import install
 
             install()

@@ -5,6 +5,7 @@ whose ids are assigned when an object is built; ``sharded_session()`` sends ever
 ``get()`` and id query to the shard its id names. See docs/sqlalchemy.md.
 """
 
+from ..config import UidConfig
 from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
 from .bulk import bulk_insert
 from .comparators import IdTime
@@ -33,6 +34,7 @@ __all__ = [
     "ShardedIdSession",
     "SnowflakeField",
     "SnowflakeType",
+    "UidConfig",
     "async_sharded_session",
     "async_sharded_sessionmaker",
     "bulk_insert",
