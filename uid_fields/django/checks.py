@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import django
 from django.apps import apps
@@ -29,9 +29,9 @@ from django.core import checks
 from .. import config as core
 from ..config import Problem
 from .conf import conf
-
-if TYPE_CHECKING:
-    from .fields import UidField
+from .fields import UidField
+from .query import ShardedQuerySet
+from .routing import colocated, sharded_pk
 
 EXHAUSTION_WARNING = timedelta(days=5 * 365)
 
@@ -266,8 +266,6 @@ def check_managers(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 def relation_errors(models: Any) -> list[checks.CheckMessage]:
     """Foreign keys whose two rows may live on different databases (E011)."""
-    from .routing import colocated
-
     errors: list[checks.CheckMessage] = []
     for model in models:
         for field in model._meta.concrete_fields:
@@ -290,9 +288,6 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
 
 
 def manager_errors(models: Any) -> list[checks.CheckMessage]:
-    from .query import ShardedQuerySet
-    from .routing import sharded_pk
-
     errors: list[checks.CheckMessage] = []
     for model in models:
         if sharded_pk(model) is None:
