@@ -35,6 +35,7 @@ __all__ = [
     "LocalityUUIDGenerator",
     "compose",
     "decompose",
+    "mac_bits",
     "reverse_nibbles",
     "sequential_seed",
 ]
@@ -176,7 +177,9 @@ def _middle(pid: int, mac: int) -> int:
     return (pid << 80) | (VERSION << 76) | (mac << 48)
 
 
-def _mac_bits(mac: int | str | None) -> int:
+def mac_bits(mac: int | str | None) -> int:
+    """The 28 MAC bits a locality UUID carries: this host's (None), a 28-bit int, or the
+    low 28 bits of a MAC string like ``02:42:ac:11:00:02``."""
     if mac is None:
         return uuid.getnode() & 0xFFFFFFF
     if isinstance(mac, str):
@@ -224,7 +227,7 @@ class LocalityUUIDGenerator:
         self.on_fork = on_fork
         self._fixed_pid = pid is not None
         self.pid = _check("pid", pid, 0xFFFF) if pid is not None else os.getpid() % 65536
-        self.mac = _mac_bits(mac)
+        self.mac = mac_bits(mac)
         self._forked_from: int | None = None
         _fill_rev16()
         self._start()

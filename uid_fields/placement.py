@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 from .errors import ConfigurationError, ShardKeyError, WrongShardError
 from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
 from .hashing import mix64
-from .layouts import SnowflakeLayout
+from .layouts import DecimalLayout, IntLayout, SnowflakeLayout
 from .locality import LocalityUUIDGenerator
 from .shards import (
     ByDecimalServer,
@@ -48,6 +48,7 @@ __all__ = [
     "Placement",
     "colocated_logical_shard",
     "logical_shard_in",
+    "natural_route",
     "normalize_shard_key",
     "route_fits",
     "route_for",
@@ -65,30 +66,56 @@ class IdGenerator(Protocol):
     def next_id(self) -> Any: ...
 
 
-def route_for(generator: object, by: str | None = None, logical_shards: int = 1024) -> Route:
-    """The natural route of a generator's ids.
+IdKind = Literal["snowflake", "sharded", "decimal", "locality", "uniqid"]
+
+
+def natural_route(
+    kind: IdKind,
+    layout: IntLayout | None = None,
+    *,
+    by: str | None = None,
+    logical_shards: int = 1024,
+    shard_field: str = "shard",
+    total_shards: int = 4,
+) -> Route:
+    """The route ids of a kind and layout take, from their description alone.
 
     Sharded ids route by their shard field, uniqids by their shard digit, decimal ids
     by their server digits, locality UUIDs by their counter block, snowflakes by the
     mixed modulo; ``by`` names a node field to route on instead (a datacenter, say).
+    Settings checks use this without building a generator (which may claim a lease).
     """
     if by is not None:
-        layout = getattr(generator, "layout", None)
         if not isinstance(layout, SnowflakeLayout):
-            raise ValueError(f"by={by!r} needs a snowflake layout, not {generator!r}")
+            raise ValueError(f"by={by!r} needs a snowflake layout, not a {kind} generator")
         return ByField(layout, by)
-    if isinstance(generator, ShardedIdGenerator):
-        return ByField(generator.layout, generator.shard_field)
-    if isinstance(generator, UniqIdGenerator):
-        return ByUniqIdDigit(generator.total_shards)
-    if isinstance(generator, LocalityUUIDGenerator):
+    if kind == "uniqid":
+        return ByUniqIdDigit(total_shards)
+    if kind == "locality":
         return ByLocalityBlock(logical_shards)
+    if kind == "sharded":
+        if not isinstance(layout, SnowflakeLayout):
+            raise ValueError("sharded ids need a snowflake layout")
+        return ByField(layout, shard_field)
+    if not isinstance(layout, (SnowflakeLayout, DecimalLayout)):
+        raise ValueError(f"{kind} ids need an integer layout")
+    if isinstance(layout, DecimalLayout) and layout.server_digits:
+        return ByDecimalServer(layout)
+    return ByModulo(logical_shards, max_value=layout.max_value)
+
+
+def route_for(generator: object, by: str | None = None, logical_shards: int = 1024) -> Route:
+    """The natural route of a generator's ids (see ``natural_route``)."""
+    if isinstance(generator, ShardedIdGenerator):
+        return natural_route("sharded", generator.layout, by=by, shard_field=generator.shard_field)
+    if isinstance(generator, UniqIdGenerator):
+        return natural_route("uniqid", by=by, total_shards=generator.total_shards)
+    if isinstance(generator, LocalityUUIDGenerator):
+        return natural_route("locality", by=by, logical_shards=logical_shards)
     if isinstance(generator, DecimalGenerator):
-        if generator.layout.server_digits:
-            return ByDecimalServer(generator.layout)
-        return ByModulo(logical_shards, max_value=generator.layout.max_value)
+        return natural_route("decimal", generator.layout, by=by, logical_shards=logical_shards)
     if isinstance(generator, SnowflakeGenerator):
-        return ByModulo(logical_shards, max_value=generator.layout.max_value)
+        return natural_route("snowflake", generator.layout, by=by, logical_shards=logical_shards)
     raise TypeError(f"no route for {generator!r}")
 
 

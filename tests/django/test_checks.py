@@ -203,3 +203,94 @@ def test_two_generators_with_the_same_node_are_e012() -> None:
     with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators)):
         errors = [m for m in check_settings() if m.id == "uid_fields.E012"]
     assert len(errors) == 1 and "'default' and 'twin'" in errors[0].msg
+
+
+# -- mistakes in the shape of UID_FIELDS: each one a check with an id, never a traceback --
+
+
+def messages_for(config: object) -> list[checks.CheckMessage]:
+    with override_settings(UID_FIELDS=config):
+        return [m for m in check_settings() if m.id != "uid_fields.W001"]
+
+
+def test_a_misspelt_generator_option_is_e013() -> None:
+    generators = copy.deepcopy(settings.UID_FIELDS["GENERATORS"])
+    generators["default"]["max_backwards_ms"] = 5
+    [message] = messages_for(uid_settings(GENERATORS=generators))
+    assert message.id == "uid_fields.E013"
+    assert message.msg.startswith("UID_FIELDS.GENERATORS.default.max_backwards_ms: ")
+
+
+def test_a_misspelt_top_level_key_is_e013() -> None:
+    [message] = messages_for(uid_settings(STRICT_ROUTNG=False))
+    assert message.id == "uid_fields.E013"
+    assert message.msg.startswith("UID_FIELDS.STRICT_ROUTNG: ")
+
+
+def test_a_misspelt_shard_map_key_is_e013() -> None:
+    shards = {"main": {"databases": settings.SHARDS, "route_bye": "worker"}}
+    [message] = messages_for(uid_settings(SHARDS=shards))
+    assert message.id == "uid_fields.E013"
+    assert message.msg.startswith("UID_FIELDS.SHARDS.main.route_bye: ")
+
+
+def test_a_string_flag_is_e014_and_reads_as_the_default() -> None:
+    from uid_fields.django.conf import conf
+
+    [message] = messages_for(uid_settings(STRICT_ROUTING="no"))
+    assert message.id == "uid_fields.E014"
+    assert message.msg.startswith("UID_FIELDS.STRICT_ROUTING: ")
+    with override_settings(UID_FIELDS=uid_settings(STRICT_ROUTING="no")):
+        assert conf.STRICT_ROUTING is True
+
+
+def test_a_nan_clock_tolerance_is_e014() -> None:
+    generators = copy.deepcopy(settings.UID_FIELDS["GENERATORS"])
+    generators["default"]["max_backward_ms"] = float("nan")
+    [message] = messages_for(uid_settings(GENERATORS=generators))
+    assert message.id == "uid_fields.E014"
+    assert message.msg.startswith("UID_FIELDS.GENERATORS.default.max_backward_ms: ")
+
+
+def test_a_list_of_generators_is_e014() -> None:
+    listed = list(settings.UID_FIELDS["GENERATORS"].values())
+    [message] = messages_for(uid_settings(GENERATORS=listed))
+    assert message.id == "uid_fields.E014"
+    assert message.msg.startswith("UID_FIELDS.GENERATORS: ")
+
+
+@pytest.mark.parametrize("bad", [["GENERATORS"], "snowflake", None])
+def test_uid_fields_that_is_not_a_dict_is_e014(bad: object) -> None:
+    from uid_fields.django.conf import conf, shard_databases
+
+    [message] = messages_for(bad)
+    assert message.id == "uid_fields.E014"
+    assert message.msg.startswith("UID_FIELDS: ")
+    with override_settings(UID_FIELDS=bad):  # the accessors read defaults, never raise
+        assert conf.GENERATORS == {} and conf.SHARDS == {} and shard_databases() == set()
+        assert conf.STRICT_ROUTING is True and conf.DRF_STRING_IDS is False
+
+
+@isolate_apps("tests.django.testapp")
+def test_a_field_whose_generator_entry_is_misspelt_reports_it() -> None:
+    generators = copy.deepcopy(settings.UID_FIELDS["GENERATORS"])
+    generators["default"]["feilds"] = {"worker": 2}
+    with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators)):
+
+        class Typo(models.Model):
+            id = SnowflakeField(primary_key=True, shards="main")
+
+            class Meta:
+                app_label = "testapp"
+
+        [message] = Typo._meta.pk.check()
+    assert message.id == "uid_fields.E013"
+    assert "UID_FIELDS.GENERATORS.default.feilds" in message.msg
+
+
+def test_get_generator_is_public() -> None:
+    import uid_fields.django
+    from uid_fields.django.conf import get_generator
+
+    assert uid_fields.django.get_generator is get_generator
+    assert uid_fields.django.get_generator("default").node == {"datacenter": 0, "worker": 1}

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import copy
+import os
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +19,7 @@ from tests import services
 from tests.core.test_fork import run_in_children
 from tests.django.testapp.models import Order
 from tests.redis_servers import key_prefix
-from uid_fields import TWITTER, DatabaseLease, RedisLease
+from uid_fields import TWITTER, ConfigurationError, DatabaseLease, RedisLease
 from uid_fields.django.conf import build_generator, get_generator
 from uid_fields.django.models import WorkerLease
 
@@ -71,18 +76,21 @@ def test_a_database_lease_from_settings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("worker", "message"),
+    ("worker", "key", "message"),
     [
-        ({"lease": "zookeeper", "name": "x"}, "must be 'redis' or 'database'"),
-        ({"lease": "redis", "name": "x"}, "needs a 'url'"),
-        ({"lease": "redis", "url": "redis://127.0.0.1:6379/0"}, "needs a 'name'"),
-        ({"lease": "database", "name": "x", "url": "redis://"}, "unknown keys \\['url'\\]"),
-        ({"leese": "redis"}, "unknown source for field 'worker'"),
+        ({"lease": "zookeeper", "name": "x"}, "lease", "must be 'redis' or 'database'"),
+        ({"lease": "redis", "name": "x"}, "url", "needs a 'url'"),
+        ({"lease": "redis", "url": "redis://127.0.0.1:6379/0"}, "name", "needs a 'name'"),
+        ({"lease": "database", "name": "x", "url": "redis://"}, "url", "unknown key 'url'"),
+        ({"leese": "redis"}, "", "unknown source for field 'worker'"),
     ],
 )
-def test_bad_lease_settings_say_what_is_wrong(worker: dict[str, Any], message: str) -> None:
+def test_bad_lease_settings_say_what_is_wrong(
+    worker: dict[str, Any], key: str, message: str
+) -> None:
     config = with_worker(worker)["GENERATORS"]["default"]
-    with pytest.raises(ValueError, match=message):
+    path = "GENERATORS.default.fields.worker" + (f".{key}" if key else "")
+    with pytest.raises(ConfigurationError, match=f"^{re.escape(path)}: .*{message}"):
         build_generator("default", config)
 
 
@@ -146,3 +154,92 @@ def test_the_migrated_lease_table_is_the_one_the_core_describes() -> None:
     made = sqlite3.connect(":memory:")
     made.execute(ddl("sqlite"))
     assert migrated == columns(made.execute(f"PRAGMA table_info({TABLE})").fetchall())
+
+
+# -- the system checks do no I/O -------------------------------------------------------------
+
+
+def test_check_claims_no_redis_lease(prefix: str) -> None:
+    from django.core.management import call_command
+
+    with override_settings(UID_FIELDS=with_worker(redis_worker(prefix))):
+        call_command("check", verbosity=0)  # check always runs the checks
+    assert list(services.redis_client().scan_iter(match=f"{prefix}*")) == []
+
+
+def test_field_checks_claim_no_lease(prefix: str) -> None:
+    from django.db import models
+    from django.test.utils import isolate_apps
+
+    from uid_fields.django import ShardedBigIntField, SnowflakeField
+
+    config = with_worker(redis_worker(prefix))
+    config["GENERATORS"]["photos"]["fields"] = {"worker": redis_worker(prefix)}
+    config["GENERATORS"]["photos"]["layout"] = {
+        "fields": [["shard", 8], ["worker", 5]],
+        "sequence_bits": 10,
+    }
+    with override_settings(UID_FIELDS=config), isolate_apps("tests.django.testapp"):
+
+        class Leased(models.Model):
+            id = SnowflakeField(primary_key=True, shards="main")
+
+            class Meta:
+                app_label = "testapp"
+
+        class LeasedPhoto(models.Model):
+            id = ShardedBigIntField(
+                primary_key=True, generator="photos", shards="main", shard_key="owner"
+            )
+            owner = models.BigIntegerField()
+
+            class Meta:
+                app_label = "testapp"
+
+        assert Leased._meta.pk.check() == []
+        assert LeasedPhoto._meta.pk.check() == []
+    assert list(services.redis_client().scan_iter(match=f"{prefix}*")) == []
+
+
+MIGRATE_A_FRESH_DATABASE = """
+import sqlite3, sys
+import django
+from django.conf import settings
+from django.core.management import call_command
+
+path = sys.argv[1]
+settings.configure(
+    INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "uid_fields.django"],
+    DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": path}},
+    USE_TZ=True,
+    UID_FIELDS={
+        "GENERATORS": {
+            "default": {
+                "kind": "snowflake",
+                "epoch": "2024-01-01T00:00:00Z",
+                "fields": {
+                    "datacenter": 0,
+                    "worker": {"lease": "database", "database": "default", "name": "orders"},
+                },
+            }
+        }
+    },
+)
+django.setup()
+call_command("migrate", verbosity=0, skip_checks=False)  # as manage.py migrate does
+tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master").fetchall()
+print("uid_fields_worker_lease" in {name for (name,) in tables})
+"""
+
+
+def test_migrate_creates_the_lease_table_that_a_database_lease_needs(tmp_path: Path) -> None:
+    """The checks that migrate runs first must not need the table migrate creates."""
+    run = subprocess.run(
+        [sys.executable, "-c", MIGRATE_A_FRESH_DATABASE, str(tmp_path / "fresh.sqlite3")],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        env={k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "True"

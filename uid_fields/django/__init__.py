@@ -1,5 +1,6 @@
 """Django integration: fields, router, sharded manager, time lookups, checks."""
 
+from .conf import get_generator
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
 from .lookups import IdTime
 from .query import ShardedManager, ShardedQuerySet
@@ -18,4 +19,5 @@ __all__ = [
     "UniqIdField",
     "UnroutableQueryError",
     "allow_off_shard_writes",
+    "get_generator",
 ]

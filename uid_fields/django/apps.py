@@ -17,7 +17,7 @@ class UidFieldsConfig(AppConfig):
         register()
         # Opt-in: DRF is left alone unless the project asks for string ids process-wide.
         # Without the setting neither rest_framework nor .rest is imported here.
-        if conf.raw.get("DRF_STRING_IDS", False) and apps.is_installed("rest_framework"):
+        if conf.DRF_STRING_IDS and apps.is_installed("rest_framework"):
             from .rest import install
 
             install()

@@ -1,59 +1,93 @@
 """System checks: configuration errors found at ``manage.py check``, never at import.
 
+They read the settings dicts and nothing else: no generator is built, no lease is
+claimed, no database or Redis server is asked (``migrate`` runs them before the lease
+table exists). Problems of the dict itself come from the core validator
+(``uid_fields.config.validate``), whose codes are the ids here.
+
 Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missing from
 DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind does not
 fit the field, E007 sharded model whose default manager is not sharded, E008 unknown
 shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
 attribute is taken, E011 a foreign key between rows that may live on different
-databases, E012 two generators that would issue the same ids; W001 a layout exhausted
-within five years.
+databases, E012 two generators that would issue the same ids, E013 an unknown key in
+UID_FIELDS, E014 a value of the wrong type or shape; W001 a layout exhausted within
+five years.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import django
 from django.apps import apps
 from django.conf import settings
 from django.core import checks
 
-from ..errors import UidFieldsError
-from ..generators import ShardedIdGenerator
-from . import conf as conf_module
-
-if TYPE_CHECKING:
-    from .fields import UidField
+from .. import config as core
+from ..config import Problem
+from .conf import conf
+from .fields import FIELD_CHECKS, UidField
+from .query import ShardedQuerySet
+from .routing import colocated, sharded_pk
 
 EXHAUSTION_WARNING = timedelta(days=5 * 365)
 
+_HINTS = {
+    "E004": "Fix databases/ranges/logical_shards/route_by (docs: settings, SHARDS).",
+    "E005": "Fix the generator settings (kind, layout, epoch, fields).",
+    "E013": "Fix the spelling; the settings reference lists every key.",
+    "E014": "Give the value the type the settings reference names.",
+}
 
-def _generator_errors(name: str) -> list[checks.CheckMessage]:
-    try:
-        conf_module.get_generator(name)
-    except LookupError as exc:
-        return [
-            checks.Error(str(exc), hint="Add it to UID_FIELDS['GENERATORS'].", id="uid_fields.E001")
-        ]
-    except (ValueError, TypeError, OverflowError, UidFieldsError) as exc:
-        # UidFieldsError: a lease coordinator that cannot be reached, for one.
-        return [
-            checks.Error(
-                f"UID_FIELDS['GENERATORS'][{name!r}] is invalid: {exc}",
-                hint="Fix the generator settings (kind, layout, epoch, fields).",
-                id="uid_fields.E005",
-            )
-        ]
-    return []
+
+def _raw() -> object:
+    return getattr(settings, "UID_FIELDS", {})
+
+
+def _error(problem: Problem, obj: Any = None) -> checks.CheckMessage:
+    where = f"UID_FIELDS.{problem.path}" if problem.path else "UID_FIELDS"
+    return checks.Error(
+        f"{where}: {problem.message}",
+        hint=_HINTS.get(problem.code),
+        obj=obj,
+        id=f"uid_fields.{problem.code}",
+    )
+
+
+def _valid_generators() -> dict[str, Mapping[str, Any]]:
+    """The generator entries without a problem, by name."""
+    return {
+        name: entry
+        for name, entry in conf.GENERATORS.items()
+        if not core.generator_problems(name, entry)
+    }
 
 
 def check_field(field: UidField) -> list[checks.CheckMessage]:
+    """The checks of one uid field, from the settings dicts alone."""
     model = field.model
-    errors = _generator_errors(field.generator_name)
-    if errors:
-        return [checks.Error(e.msg, hint=e.hint, obj=field, id=e.id) for e in errors]
-    kind = conf_module.conf.GENERATORS[field.generator_name].get("kind")
+    raw = _raw()
+    generators = raw.get("GENERATORS", {}) if isinstance(raw, Mapping) else {}
+    if not isinstance(generators, Mapping) or field.generator_name not in generators:
+        configured = sorted(generators) if isinstance(generators, Mapping) else []
+        return [
+            checks.Error(
+                f"no generator {field.generator_name!r} in UID_FIELDS['GENERATORS'] "
+                f"(configured: {configured})",
+                hint="Add it to UID_FIELDS['GENERATORS'].",
+                obj=field,
+                id="uid_fields.E001",
+            )
+        ]
+    entry = generators[field.generator_name]
+    problems = core.generator_problems(field.generator_name, entry)
+    if problems:
+        return [_error(problem, obj=field) for problem in problems]
+    errors: list[checks.CheckMessage] = []
+    kind = entry.get("kind")
     if kind not in field.kinds:
         errors.append(
             checks.Error(
@@ -64,28 +98,9 @@ def check_field(field: UidField) -> list[checks.CheckMessage]:
             )
         )
     if field.shards_name is not None:
-        if field.shards_name not in conf_module.conf.SHARDS:
-            errors.append(
-                checks.Error(
-                    f"no shard map {field.shards_name!r} in UID_FIELDS['SHARDS']",
-                    hint=f"Configured: {sorted(conf_module.conf.SHARDS)}.",
-                    obj=field,
-                    id="uid_fields.E002",
-                )
-            )
-        else:
-            try:
-                conf_module.get_shard_map(field.shards_name, field.generator_name)
-            except (ValueError, TypeError) as exc:
-                errors.append(
-                    checks.Error(
-                        f"shard map {field.shards_name!r} is invalid: {exc}",
-                        obj=field,
-                        id="uid_fields.E004",
-                    )
-                )
+        errors.extend(_shard_map_errors(field, entry))
     if field.shard_key is not None:
-        if not isinstance(field.generator, ShardedIdGenerator):
+        if kind != "sharded":
             errors.append(
                 checks.Error("shard_key needs a sharded generator", obj=field, id="uid_fields.E008")
             )
@@ -115,6 +130,47 @@ def check_field(field: UidField) -> list[checks.CheckMessage]:
     return errors
 
 
+FIELD_CHECKS.append(check_field)
+
+
+def _shard_map_errors(field: UidField, generator: Mapping[str, Any]) -> list[checks.CheckMessage]:
+    shards = conf.SHARDS
+    name = field.shards_name
+    if name is None or name not in shards:
+        return [
+            checks.Error(
+                f"no shard map {field.shards_name!r} in UID_FIELDS['SHARDS']",
+                hint=f"Configured: {sorted(shards)}.",
+                obj=field,
+                id="uid_fields.E002",
+            )
+        ]
+    entry = shards[name]
+    if core.shard_map_problems(name, entry):
+        return []  # reported once, by check_settings
+    try:
+        core.shard_map_of(entry, generator)
+    except (ValueError, TypeError) as exc:
+        return [
+            checks.Error(
+                f"shard map {field.shards_name!r} is invalid for the ids of "
+                f"{field.generator_name!r}: {exc}",
+                obj=field,
+                id="uid_fields.E004",
+            )
+        ]
+    return []
+
+
+def _shard_aliases(entry: Mapping[str, Any]) -> list[str]:
+    aliases: list[str] = []
+    for key in ("databases", "ranges"):
+        value = entry.get(key, ())
+        if isinstance(value, (list, tuple, Mapping)):
+            aliases.extend(alias for alias in value if isinstance(alias, str))
+    return aliases
+
+
 def _database_default_errors(field: UidField) -> list[checks.CheckMessage]:
     if django.VERSION < (5, 0):
         return [
@@ -124,10 +180,9 @@ def _database_default_errors(field: UidField) -> list[checks.CheckMessage]:
                 id="uid_fields.E009",
             )
         ]
-    shard_map = None
-    if field.shards_name is not None and field.shards_name in conf_module.conf.SHARDS:
-        shard_map = conf_module.get_shard_map(field.shards_name, field.generator_name)
-    aliases = shard_map.databases if shard_map else ("default",)
+    aliases = ["default"]
+    if field.shards_name is not None and field.shards_name in conf.SHARDS:
+        aliases = _shard_aliases(conf.SHARDS[field.shards_name])
     wrong = [
         alias
         for alias in aliases
@@ -149,15 +204,11 @@ def _database_default_errors(field: UidField) -> list[checks.CheckMessage]:
 @checks.register()
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Errors in UID_FIELDS itself, whether or not a model uses the entry yet."""
-    conf = conf_module.conf
-    errors: list[checks.CheckMessage] = []
+    errors = [_error(problem) for problem in core.validate(_raw())]
+    valid = _valid_generators()
     now = datetime.now(UTC)
-    for name in conf.GENERATORS:
-        problems = _generator_errors(name)
-        errors.extend(problems)
-        if problems:
-            continue
-        layout = getattr(conf_module.get_generator(name), "layout", None)
+    for name, entry in valid.items():
+        layout = core.layout_of(entry)
         if layout is not None and layout.exhausted_at - now < EXHAUSTION_WARNING:
             errors.append(
                 checks.Warning(
@@ -167,10 +218,9 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                     id="uid_fields.W001",
                 )
             )
-    errors.extend(_same_ids_errors([n for n in conf.GENERATORS if not _generator_errors(n)]))
-    for name, config in conf.SHARDS.items():
-        aliases = list(config.get("databases", [])) + list(config.get("ranges", {}))
-        missing = [a for a in aliases if a not in settings.DATABASES]
+    errors.extend(_same_ids_errors(valid))
+    for name, entry in conf.SHARDS.items():
+        missing = [a for a in _shard_aliases(entry) if a not in settings.DATABASES]
         if missing:
             errors.append(
                 checks.Error(
@@ -181,26 +231,27 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     return errors
 
 
-def _same_ids_errors(names: list[str]) -> list[checks.CheckMessage]:
+def _same_ids_errors(generators: Mapping[str, Mapping[str, Any]]) -> list[checks.CheckMessage]:
     """Two generators of one process that would issue the same ids (E012).
 
     Same layout and same node values mean the same id space, and each keeps its own
-    sequence, so both would issue ``(time, node, 0)`` in the same millisecond.
+    sequence, so both would issue ``(time, node, 0)`` in the same millisecond. Only
+    fixed values can be compared: values from the environment or a lease differ per
+    process by design.
     """
     seen: dict[Any, str] = {}
     errors: list[checks.CheckMessage] = []
-    for name in names:
-        generator = conf_module.get_generator(name)
-        layout = getattr(generator, "layout", None)
-        node = getattr(generator, "node", None)
-        if layout is None or node is None or getattr(generator, "_sequence", None) is not None:
+    for name, entry in generators.items():
+        layout = core.layout_of(entry)
+        node = core.static_node(entry)
+        if layout is None or node is None:
             continue
-        key = (layout, tuple(sorted(dict(node).items())))
+        key = (layout, tuple(sorted(node.items())))
         if key in seen:
             errors.append(
                 checks.Error(
                     f"generators {seen[key]!r} and {name!r} have the same layout, epoch and "
-                    f"node values {dict(node)}: they would issue the same ids",
+                    f"node values {node}: they would issue the same ids",
                     hint="Give one of them another node value (another worker id), or "
                     "use one generator name for both fields.",
                     id="uid_fields.E012",
@@ -218,8 +269,6 @@ def check_managers(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 def relation_errors(models: Any) -> list[checks.CheckMessage]:
     """Foreign keys whose two rows may live on different databases (E011)."""
-    from .routing import colocated
-
     errors: list[checks.CheckMessage] = []
     for model in models:
         for field in model._meta.concrete_fields:
@@ -242,9 +291,6 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
 
 
 def manager_errors(models: Any) -> list[checks.CheckMessage]:
-    from .query import ShardedQuerySet
-    from .routing import sharded_pk
-
     errors: list[checks.CheckMessage] = []
     for model in models:
         if sharded_pk(model) is None:

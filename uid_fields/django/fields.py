@@ -39,6 +39,11 @@ __all__ = [
 ]
 
 
+#: The system checks of a uid field. ``uid_fields.django.checks`` adds its own when the app
+#: is ready, so this module needs no import of the checks (which import the fields).
+FIELD_CHECKS: list[Callable[[UidField], list[checks.CheckMessage]]] = []
+
+
 class _Default:
     """The field's ``default``: a fresh id, or None until the shard key is known."""
 
@@ -251,9 +256,7 @@ class UidField(models.Field):  # type: ignore[type-arg]
         return name, path, args, kwargs
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        from .checks import check_field
-
-        return [*super().check(**kwargs), *check_field(self)]
+        return [*super().check(**kwargs), *(m for c in FIELD_CHECKS for m in c(self))]
 
 
 try:  # Django 5.0+: the placeholder an unsaved object holds for a db_default column

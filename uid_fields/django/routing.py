@@ -328,5 +328,5 @@ class ShardRouter:
                 return True
             return db == "default" and conf.MIGRATE_SHARDED_ON_DEFAULT
         if db in shard_databases() and db != "default":
-            return bool(conf.raw.get("UNSHARDED_ON_SHARDS", False))
+            return conf.UNSHARDED_ON_SHARDS
         return None

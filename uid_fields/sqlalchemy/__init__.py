@@ -10,6 +10,7 @@ asyncio support needs greenlet); their names here are imported on first use only
 
 from typing import TYPE_CHECKING, Any
 
+from ..config import UidConfig
 from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
 from .bulk import bulk_insert
 from .comparators import IdTime
@@ -35,6 +36,7 @@ __all__ = [
     "ShardedIdSession",
     "SnowflakeField",
     "SnowflakeType",
+    "UidConfig",
     "bulk_insert",
     "database_lease",
     "field_config",
