@@ -7,7 +7,7 @@ built (see ``listeners``); the column's ``insert_default`` covers Core ``insert(
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol
 
 from sqlalchemy.engine.default import DefaultExecutionContext
@@ -44,6 +44,13 @@ class IntIdGenerator(Protocol):
     def next_ids(self, count: int) -> list[int]: ...
 
 
+DefaultMap = Callable[["FieldConfig"], ShardMap | None]
+
+# Placements kept per column (one per map it is used with): sessions share their default
+# maps, so a handful is the usual count; the bound only guards against maps made anew.
+_PLACEMENTS_KEPT = 64
+
+
 class FieldConfig:
     """What a uid column knows: how to make its ids and how they route.
 
@@ -75,9 +82,9 @@ class FieldConfig:
         self.shard_map = shards
         self.key_hash = key_hash
         self.column: Column[Any] | None = None  # set when the class is mapped
-        self._placements: dict[tuple[int, int], Placement] = {}
+        self._placements: dict[tuple[ShardMap | None, Placement | None], Placement] = {}
         if shards is not None:
-            self.placement_for(shards)  # a map that cannot read these ids fails here
+            self.placement_for()  # a map that cannot read these ids fails here
 
     @property
     def client_side(self) -> bool:
@@ -104,12 +111,18 @@ class FieldConfig:
                 return config
         return None
 
-    def placement_for(self, default_map: ShardMap | None = None) -> Placement:
-        """The core placement of this column, with its own map or else ``default_map``."""
-        shard_map = self.shard_map if self.shard_map is not None else default_map
+    def placement_for(self, default_map: DefaultMap | None = None) -> Placement:
+        """The core placement of this column: its own map, else ``default_map(self)``.
+
+        ``default_map`` gives any column its session's default (the parent of a
+        co-located child gets the parent's own, not the child's).
+        """
+        shard_map = self.shard_map
+        if shard_map is None and default_map is not None:
+            shard_map = default_map(self)
         parent = self.parent_config()
         parent_placement = parent.placement_for(default_map) if parent is not None else None
-        key = (id(shard_map), id(parent_placement))
+        key = (shard_map, parent_placement)
         found = self._placements.get(key)
         if found is None:
             found = Placement(
@@ -121,6 +134,8 @@ class FieldConfig:
                 name=self.name,
                 embeds_shard=self.kind == "sharded",
             )
+            if len(self._placements) >= _PLACEMENTS_KEPT:
+                self._placements.pop(next(iter(self._placements)))
             self._placements[key] = found
         return found
 

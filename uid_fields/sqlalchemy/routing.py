@@ -27,10 +27,14 @@ from sqlalchemy.sql.schema import Column, Table
 
 from ..errors import ConfigurationError
 from ..placement import Placement
-from ..shards import ShardMap
+from ..shards import Route, ShardMap
 from .fields import FieldConfig, field_config
 
 __all__ = ["Router", "TableRoute"]
+
+
+# The even spread of a route over a list of shards, shared by every session over them.
+_DEFAULT_MAPS: dict[tuple[tuple[str, ...], Route], ShardMap] = {}
 
 
 class TableRoute:
@@ -105,7 +109,6 @@ class Router:
         self.shard_map = shard_map
         self.default_shard = default_shard
         self._order = {name: i for i, name in enumerate(self.shard_names)}
-        self._maps: dict[int, ShardMap] = {}
         self._routes: dict[Table, TableRoute | None] = {}
 
     def order(self, shard: str) -> int:
@@ -115,13 +118,14 @@ class Router:
         """The session-wide map, or the column's route spread over the session's shards."""
         if self.shard_map is not None:
             return self.shard_map
-        found = self._maps.get(id(config.route))
+        key = (tuple(self.shard_names), config.route)
+        found = _DEFAULT_MAPS.get(key)
         if found is None:
-            found = self._maps[id(config.route)] = ShardMap(self.shard_names, route=config.route)
+            found = _DEFAULT_MAPS.setdefault(key, ShardMap(self.shard_names, route=config.route))
         return found
 
     def placement_for(self, config: FieldConfig) -> Placement:
-        placement = config.placement_for(self.default_map_for(config))
+        placement = config.placement_for(self.default_map_for)
         unknown = set(placement.databases) - set(self.shard_names)
         if unknown:
             raise ConfigurationError(
@@ -132,7 +136,12 @@ class Router:
 
     def table_route(self, table: Table) -> TableRoute | None:
         if table not in self._routes:
-            self._routes[table] = self._resolve(table)
+            self._routes[table] = None  # a cycle of foreign keys resolves to no parent
+            try:
+                self._routes[table] = self._resolve(table)
+            except BaseException:
+                del self._routes[table]  # refused: asked again (and refused again) next time
+                raise
         return self._routes[table]
 
     def _parents(self, table: Table) -> list[tuple[Column[Any], FieldConfig]]:
