@@ -205,6 +205,16 @@ def pinned_shard(model: type[models.Model]) -> str | None:
     return (_pinned.get() or {}).get(model)
 
 
+def _unhinted(model: type[models.Model]) -> str | None:
+    """A query of rows on shards that names none: the pinned shard, or strict refusal."""
+    pinned = pinned_shard(model)
+    if pinned is not None:
+        return pinned
+    if conf.STRICT_ROUTING:
+        raise unroutable(model)
+    return None
+
+
 def unroutable(model: type[models.Model]) -> UnroutableQueryError:
     name = model.__name__
     return UnroutableQueryError(
@@ -243,12 +253,7 @@ class ShardRouter:
             # queryset fans out (see ShardedQuerySet._add_hints); a new row is routed
             # by its own id when it is saved.
             return None
-        pinned = pinned_shard(model)
-        if pinned is not None:
-            return pinned
-        if conf.STRICT_ROUTING:
-            raise unroutable(model)
-        return None
+        return _unhinted(model)
 
     def _route_ordinary(
         self, model: type[models.Model], hints: dict[str, Any], write: bool
@@ -281,12 +286,7 @@ class ShardRouter:
             return _placed_or_none(instance)
         if instance is not None and isinstance(instance, link.related_model):
             return instance._state.db  # type: ignore[no-any-return]
-        pinned = pinned_shard(model)
-        if pinned is not None:
-            return pinned
-        if conf.STRICT_ROUTING:
-            raise unroutable(model)
-        return None
+        return _unhinted(model)
 
     def db_for_read(self, model: type[models.Model], **hints: Any) -> str | None:
         return self._route(model, hints)
