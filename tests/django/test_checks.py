@@ -196,6 +196,33 @@ def test_foreign_keys_across_shards_are_e011() -> None:
     assert ids(check_managers()) == set()  # the test project itself is clean
 
 
+@isolate_apps("tests.django.testapp")
+def test_many_to_many_relations_of_sharded_rows_are_e015() -> None:
+    from uid_fields.django.checks import relation_errors
+
+    from .testapp.models import Coupon, Customer
+
+    class Wishlist(models.Model):
+        id = SnowflakeField(primary_key=True, shards="main")
+        customers = models.ManyToManyField(Customer)
+
+        class Meta:
+            app_label = "testapp"
+
+    class Campaign(models.Model):  # an ordinary model linking sharded rows
+        customers = models.ManyToManyField(Customer)
+        coupons = models.ManyToManyField(Coupon)  # ordinary to ordinary: fine
+
+        class Meta:
+            app_label = "testapp"
+
+    errors = relation_errors([Wishlist, Campaign])
+    assert [(e.id, e.obj) for e in errors] == [
+        ("uid_fields.E015", Wishlist._meta.get_field("customers")),
+        ("uid_fields.E015", Campaign._meta.get_field("customers")),
+    ]
+
+
 def test_two_generators_with_the_same_node_are_e012() -> None:
     generators = dict(settings.UID_FIELDS["GENERATORS"])
     generators["twin"] = dict(generators["default"])

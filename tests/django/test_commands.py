@@ -22,9 +22,9 @@ def run(*args: str) -> str:
 
 def test_decode_and_generate() -> None:
     order = Order()
-    data = json.loads(run("decode", str(order.pk), "--json"))
+    data = json.loads(run("decode", str(order.pk), "--json", "--generator", "default"))
     assert data["worker"] == 1 and data["id"] == order.pk
-    assert "datetime" in run("decode", str(order.pk))
+    assert "datetime" in run("decode", str(order.pk), "--generator", "default")
     ids = [int(x) for x in run("generate", "-n", "3").split()]
     assert len(ids) == 3 and ids == sorted(ids)
     photo_ids = [
@@ -32,6 +32,16 @@ def test_decode_and_generate() -> None:
     ]
     layout = Photo._meta.pk.layout
     assert {layout.field_of(i, "shard") for i in photo_ids} == {9}
+
+
+def test_decode_without_a_generator_prints_every_reading() -> None:
+    photo = Photo(owner_id=5)
+    text = run("decode", str(photo.pk))
+    assert "generator 'photos':" in text and "generator 'default':" in text
+    readings = json.loads(run("decode", str(photo.pk), "--json"))
+    assert readings["photos"]["shard"] == photo.id_parts.shard  # type: ignore[attr-defined]
+    assert readings["photos"]["datetime"] != readings["default"]["datetime"]
+    assert "events" not in readings  # a locality generator cannot read an integer
 
 
 def test_decode_errors_are_command_errors() -> None:

@@ -11,7 +11,8 @@ fit the field, E007 sharded model whose default manager is not sharded, E008 unk
 shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
 attribute is taken, E011 a foreign key between rows that may live on different
 databases, E012 two generators that would issue the same ids, E013 an unknown key in
-UID_FIELDS, E014 a value of the wrong type or shape; W001 a layout exhausted within
+UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relation of
+rows that live on shards; W001 a layout exhausted within
 five years.
 """
 
@@ -31,7 +32,7 @@ from ..config import Problem
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField
 from .query import ShardedQuerySet
-from .routing import colocated, sharded_pk
+from .routing import colocated, parent_link, sharded_pk
 
 EXHAUSTION_WARNING = timedelta(days=5 * 365)
 
@@ -268,9 +269,27 @@ def check_managers(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 
 def relation_errors(models: Any) -> list[checks.CheckMessage]:
-    """Foreign keys whose two rows may live on different databases (E011)."""
+    """Foreign keys whose two rows may live on different databases (E011), and
+    many-to-many relations of rows that live on shards (E015)."""
     errors: list[checks.CheckMessage] = []
     for model in models:
+        for field in model._meta.local_many_to_many:
+            target = field.related_model
+            if _on_shards(model) or _on_shards(target):
+                errors.append(
+                    checks.Error(
+                        f"{model._meta.label}.{field.name} is a many-to-many relation of rows "
+                        "that live on shards: its join table would sit on one database "
+                        "while the rows it links may sit on others, so add() could fail and "
+                        "all(), count() and prefetch_related() would miss rows",
+                        hint="Declare the link as a model of its own that lives with the "
+                        "source row (a ShardedBigIntField with shard_key= the source, and a "
+                        "ForeignKey to the target with db_constraint=False), and read the "
+                        "targets by id (in_bulk(), which asks each target's shard).",
+                        obj=field,
+                        id="uid_fields.E015",
+                    )
+                )
         for field in model._meta.concrete_fields:
             target = field.related_model if field.is_relation else None
             if target is None or not getattr(field, "db_constraint", False):
@@ -288,6 +307,10 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
                     )
                 )
     return errors
+
+
+def _on_shards(model: Any) -> bool:
+    return sharded_pk(model) is not None or parent_link(model) is not None
 
 
 def manager_errors(models: Any) -> list[checks.CheckMessage]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from typing import Any
 
+from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import IntegrityError, connections, models, transaction
 from django.db.models import Count, Max, Min, Sum
@@ -23,7 +24,7 @@ from django.db.models.query import (
     ValuesIterable,
 )
 
-from ..errors import ShardKeyError
+from ..errors import ShardKeyError, UnroutableQueryError
 from .fields import UidField, _is_db_default
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
 
@@ -51,7 +52,17 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def db(self) -> str:
         if self._db is None and self._shard_aliases is not None and len(self._shard_aliases) == 1:
             return self._shard_aliases[0]
+        if self._db is None and self.query.is_empty() and self._shard_databases():
+            return self._shard_databases()[0]  # none(): no query runs, any shard answers
         return super().db
+
+    def _shard_databases(self) -> tuple[str, ...]:
+        """Every database rows of this model may live on (empty for an ordinary model)."""
+        field = self._sharded_field
+        if field is None:
+            link = parent_link(self.model)
+            field = sharded_pk(link.related_model) if link is not None else None
+        return field.placement.databases if field is not None else ()
 
     @property
     def shard_aliases(self) -> tuple[str, ...]:
@@ -95,12 +106,27 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def on_all_shards(self) -> ShardedQuerySet:
         """Run this query on every shard of the model and merge the results."""
         clone = self._chain()
-        field = self._sharded_field
-        if field is None or field.shard_map is None:
+        databases = self._shard_databases()
+        if not databases:
             raise TypeError(f"{self.model.__name__} is not sharded by a uid_fields primary key")
+        if clone._db is not None:
+            clone._db = None  # an explicit fan-out wins over an earlier .using(alias)
+            clone._shard_aliases = None
         if clone._shard_aliases is None:
-            clone._shard_aliases = field.shard_map.databases
+            clone._shard_aliases = databases
         return clone
+
+    def raw(
+        self, raw_query: Any, params: Any = (), translations: Any = None, using: Any = None
+    ) -> Any:
+        if using is None and self._db is None and self._shard_databases():
+            name = self.model.__name__
+            raise UnroutableQueryError(
+                f"raw SQL of {name} runs on one database, and this query names none: run "
+                f"it per shard, {name}.objects.using(alias).raw(sql) for each alias in "
+                f"{list(self._shard_databases())}"
+            )
+        return super().raw(raw_query, params, translations, using)
 
     def _filter_or_exclude_inplace(self, negate: bool, args: Any, kwargs: Any) -> None:
         kwargs, impossible = self._valid_id_lookups(kwargs)
@@ -217,11 +243,35 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def _refuse_uncombinable(self, what: str) -> None:
         query = self.query
-        if query.group_by is not None or query.distinct or query.combinator:
+        per_row = self._groups_by_row() and self._joins_stay_on_the_shard()
+        if (query.group_by is not None and not per_row) or query.distinct or query.combinator:
             raise NotImplementedError(
                 f"{what} across shards cannot combine GROUP BY, DISTINCT or set operations "
                 "of several databases; run it per shard with .using(alias)"
             )
+
+    def _groups_by_row(self) -> bool:
+        """Whether GROUP BY includes the primary key: each group is one row of one shard."""
+        group_by = self.query.group_by
+        if group_by is True:
+            return True
+        pk = self.model._meta.pk
+        return isinstance(group_by, tuple) and any(
+            getattr(e, "target", None) is pk for e in group_by
+        )
+
+    def _joins_stay_on_the_shard(self) -> bool:
+        """Whether every table the query joins holds rows co-located with this model's.
+
+        ``annotate(Count("purchases"))`` groups by each row: with co-located children
+        every group is complete on its shard, so the shards' rows merge as they are.
+        """
+        tables = {m._meta.db_table: m for m in apps.get_models()}
+        for join in self.query.alias_map.values():
+            model = tables.get(join.table_name)
+            if model is None or (model is not self.model and not colocated(self.model, model)):
+                return False
+        return True
 
     def _fanout_results(self) -> list[Any]:
         self._refuse_uncombinable("a query")
@@ -396,6 +446,27 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 setattr(obj, name, value() if callable(value) else value)
             obj.save(using=alias)
         return obj, False
+
+    def bulk_update(
+        self, objs: Iterable[Any], fields: Iterable[str], batch_size: int | None = None
+    ) -> int:
+        """Update rows of several shards: one ``bulk_update`` per shard, in id order."""
+        objs = list(objs)
+        if not self._shard_databases():
+            return super().bulk_update(objs, fields, batch_size=batch_size)
+        groups: dict[str, list[Any]] = {}
+        for obj in objs:
+            if obj.pk is None:
+                raise ValueError("All bulk_update() objects must have a primary key set.")
+            alias = obj._state.db or database_for_instance(obj)
+            if self._db is not None and alias != self._db:
+                check_write(obj, self._db)  # WrongShardError unless allowed on purpose
+                alias = self._db
+            groups.setdefault(alias, []).append(obj)
+        return sum(
+            models.QuerySet.bulk_update(self._for_alias(alias), group, fields, batch_size)
+            for alias, group in groups.items()
+        )
 
     def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Give every object its id, then insert one batch per shard."""

@@ -32,7 +32,9 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         decode = sub.add_parser("decode", help="print the parts of an id")
         decode.add_argument("id")
-        decode.add_argument("--generator", default="default")
+        decode.add_argument(
+            "--generator", help="the generator to read it with (default: every configured one)"
+        )
         decode.add_argument("--json", action="store_true")
         generate = sub.add_parser("generate", help="print new ids")
         generate.add_argument("-n", "--count", type=int, default=1)
@@ -72,21 +74,30 @@ class Command(BaseCommand):
         except (LookupError, ValueError, TypeError) as exc:
             raise CommandError(str(exc)) from None
 
-    def do_decode(self, id: str, generator: str, json: bool = False, **options: Any) -> None:
-        gen = self._generator(generator)
-        try:
-            parts = gen.decompose(id)
-        except (TypeError, ValueError) as exc:
-            raise CommandError(
-                f"cannot decode {id!r} with generator {generator!r}: {exc}"
-            ) from None
-        data = parts.as_dict()
+    def do_decode(self, id: str, generator: str | None, json: bool = False, **options: Any) -> None:
+        """One reading with ``--generator``; otherwise every configured generator's, since
+        the same number reads as different times under different layouts and epochs."""
+        names = [generator] if generator is not None else sorted(conf.GENERATORS)
+        readings: dict[str, dict[str, Any]] = {}
+        failures: dict[str, str] = {}
+        for name in names:
+            try:
+                readings[name] = self._generator(name).decompose(id).as_dict()
+            except (TypeError, ValueError, OverflowError) as exc:
+                failures[name] = str(exc)
+        if not readings:
+            detail = "; ".join(f"{n}: {e}" for n, e in failures.items()) or "no generators"
+            raise CommandError(f"cannot decode {id!r}: {detail}")
         if json:
-            self.stdout.write(_json(data))
+            self.stdout.write(_json(readings[names[0]] if generator else readings))
             return
-        width = max(len(k) for k in data)
-        for key, value in data.items():
-            self.stdout.write(f"{key:<{width}}  {value}")
+        for name, data in readings.items():
+            if generator is None:
+                self.stdout.write(f"generator {name!r}:")
+            width = max(len(k) for k in data)
+            indent = "  " if generator is None else ""
+            for key, value in data.items():
+                self.stdout.write(f"{indent}{key:<{width}}  {value}")
 
     def do_generate(self, count: int, generator: str, shard: int | None, **options: Any) -> None:
         if not 0 <= count <= 100_000:
