@@ -47,7 +47,7 @@ async def _exercise(engines: dict[str, AsyncEngine]) -> None:
                 assert log.engines_used() == {shard}
 
             log.clear()
-            everyone = (await session.scalars(select(Order))).all()
+            everyone = await session.run_sync(lambda s: s.on_all_shards(select(Order)).all())
             assert len(everyone) == 200 and log.engines_used() == set(SHARDS)
 
             ids = await session.run_sync(lambda s: bulk_insert(s, Order, [{} for _ in range(40)]))

@@ -37,7 +37,9 @@ def test_bulk_insert_on_engines_keeps_given_ids_and_shard_keys(
         photo_ids = bulk_insert(sqlite_shards, Photo, [{"owner_id": 42} for _ in range(30)])
         assert log.count(kind="INSERT") <= 3  # 1 or 2 for orders, 1 for one owner's photos
     with sharded_session(sqlite_shards) as session:
-        assert {session.shard_of(p) for p in session.scalars(select(Photo)).all()} == {
+        assert {
+            session.shard_of(p) for p in session.on_all_shards(select(Photo)).scalars().all()
+        } == {
             session.router.table_route(Photo.__table__).shard_of(photo_ids[0])  # type: ignore[union-attr, arg-type]
         }
 

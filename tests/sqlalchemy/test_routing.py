@@ -72,17 +72,22 @@ def test_equality_and_in_criteria_go_only_to_the_shards_involved(
         assert log.engines_used() == {"shard_0", "shard_3"}
 
 
-def test_queries_without_id_criteria_fan_out(shards: dict[str, Engine]) -> None:
+def test_queries_without_id_criteria_fan_out_when_asked(shards: dict[str, Engine]) -> None:
     placed = _orders_on_every_shard(shards)
     with sharded_session(shards) as session, recording(shards) as log:
-        found = session.scalars(select(Order).where(Order.customer.like("c%"))).all()
-        assert len(found) == sum(len(ids) for ids in placed.values())
+        with pytest.raises(ShardRoutingError, match="on_all_shards"):
+            session.scalars(select(Order).where(Order.customer.like("c%"))).all()
+        assert log.count() == 0  # refused before anything ran
+        found = session.on_all_shards(select(Order).where(Order.customer.like("c%")))
+        rows = found.scalars().all()
+        assert len(rows) == sum(len(ids) for ids in placed.values())
+        assert [o.id for o in rows] == sorted(o.id for o in rows)  # merged in id order
         assert log.engines_used() == set(SHARDS)
         assert log.count() == 4
         # an OR with an unroutable branch cannot be confined either
         log.clear()
         loose = (Order.id == placed["shard_0"][0]) | (Order.customer == "c1")
-        session.scalars(select(Order).where(loose)).all()
+        session.scalars(select(Order).where(loose).execution_options(uid_fields_fan_out=True))
         assert log.engines_used() == set(SHARDS)
 
 

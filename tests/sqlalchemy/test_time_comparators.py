@@ -84,14 +84,18 @@ def test_returns_exactly_the_rows_of_the_range(shards: dict[str, Engine]) -> Non
         return datetime.fromtimestamp((START_MS + minute * 60_000) / 1000, UTC)
 
     with sharded_session(shards) as session, recording(shards) as log:
-        since = session.scalars(select(Order).where(Order.id.time >= at(4))).all()
+        since = session.on_all_shards(select(Order).where(Order.id.time >= at(4))).scalars().all()
         assert sorted({o.customer for o in since}) == [str(m) for m in range(4, 10)]
         assert len(since) == 18
         executed = log.sql("SELECT")
         assert any(f">= {ORDER_LAYOUT.min_id(at(4))}" in s for s in executed)  # inlined
-        window = session.scalars(select(Order).where(Order.id.time.between(at(2), at(3)))).all()
+        window = (
+            session.on_all_shards(select(Order).where(Order.id.time.between(at(2), at(3))))
+            .scalars()
+            .all()
+        )
         assert sorted(o.customer for o in window) == ["2"] * 3 + ["3"] * 3
-        before = session.scalars(select(Order).where(Order.id.time < at(1))).all()
+        before = session.on_all_shards(select(Order).where(Order.id.time < at(1))).scalars().all()
         assert [o.customer for o in before] == ["0"] * 3
-        exact = session.scalars(select(Order).where(Order.id.time == at(5))).all()
+        exact = session.on_all_shards(select(Order).where(Order.id.time == at(5))).scalars().all()
         assert len(exact) == 3

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import Table, event, inspect
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, Result
 from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
@@ -28,10 +28,16 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from ..shards import ShardMap
 from .errors import ShardKeyError, ShardRoutingError
+from .fanout import plan_fan_out
 from .fields import FieldConfig
 from .routing import Router, TableRoute
 
+#: Execution option that sends a statement without id criteria to every shard, unmerged
+#: (rows of one shard after another), as ShardedSession does: for code that merges itself.
+FAN_OUT = "uid_fields_fan_out"
+
 __all__ = [
+    "FAN_OUT",
     "ShardedIdSession",
     "place_on_shard",
     "sharded_session",
@@ -48,10 +54,12 @@ class ShardedIdSession(ShardedSession):
         *,
         shard_map: ShardMap | None = None,
         default_shard: str | None = None,
+        strict: bool = True,
         **kwargs: Any,
     ) -> None:
         shards = dict(shards or {})
         self.router = Router(list(shards), shard_map, default_shard)
+        self.strict = strict
         super().__init__(
             shard_chooser=self._choose_shard,
             identity_chooser=self._choose_identity_shards,
@@ -65,6 +73,31 @@ class ShardedIdSession(ShardedSession):
     @property
     def shard_names(self) -> list[str]:
         return list(self.router.shard_names)
+
+    def on_all_shards(
+        self,
+        statement: Any,
+        params: Mapping[str, Any] | None = None,
+        *,
+        execution_options: Mapping[str, Any] | None = None,
+    ) -> Result[Any]:
+        """Run a SELECT on every shard and merge the answers as one database would.
+
+        Rows come in the statement's ORDER BY (the id by default), LIMIT/OFFSET apply to
+        the merged rows, ``count()``/``sum()`` add up and ``min()``/``max()`` combine;
+        GROUP BY, DISTINCT and AVG raise ``UnmergeableQueryError`` before anything runs.
+        """
+        plan = plan_fan_out(statement)
+        results = [
+            self.execute(
+                plan.per_shard,
+                params,
+                execution_options=execution_options or {},
+                bind_arguments={"shard_id": shard},
+            )
+            for shard in self.shard_names
+        ]
+        return plan.merge(results)
 
     # -- objects -------------------------------------------------------------------------
     def shard_of(self, instance: Any) -> str:
@@ -236,7 +269,15 @@ class ShardedIdSession(ShardedSession):
                 self._route_of(m) for m in context.all_mappers
             ):
                 return [self.router.default_shard]
-            return self.shard_names
+            if context.execution_options.get(FAN_OUT) or not self.strict:
+                return self.shard_names  # asked for: the shards' rows, one after another
+            raise ShardRoutingError(
+                "this statement names no shard (no id or shard-key criteria), and running "
+                "it on one shard or on all of them unmerged would give a wrong answer: "
+                "filter by id or shard key, pick a shard with "
+                "bind_arguments={'shard_id': ...}, or fan out with "
+                "session.on_all_shards(statement), which merges counts, ORDER BY and LIMIT"
+            )
         if not shards:  # contradictory criteria match nothing: any one shard says so
             return self.shard_names[:1]
         return sorted(shards, key=self.router.order)
@@ -281,15 +322,21 @@ def sharded_session(
     *,
     shard_map: ShardMap | None = None,
     default_shard: str | None = None,
+    strict: bool = True,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
 
     ``shard_map`` places logical shards on the named databases for every table; without
     it each uid field's natural route is spread evenly over ``shards`` in their order.
-    ``default_shard`` holds tables without a uid field. Other arguments go to Session.
+    ``default_shard`` holds tables without a uid field. A statement that names no shard
+    raises ``ShardRoutingError`` (use ``session.on_all_shards(stmt)``); ``strict=False``
+    sends it to every shard unmerged instead, as SQLAlchemy's ShardedSession does.
+    Other arguments go to Session.
     """
-    return ShardedIdSession(shards, shard_map=shard_map, default_shard=default_shard, **kwargs)
+    return ShardedIdSession(
+        shards, shard_map=shard_map, default_shard=default_shard, strict=strict, **kwargs
+    )
 
 
 def sharded_sessionmaker(
