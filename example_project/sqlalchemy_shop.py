@@ -165,9 +165,9 @@ def main() -> None:
             f"session.get(Order, {target.id}) -> total {fetched.total_cents}: "
             f"{sum(used.values())} SELECT on {list(used)}"
         )
-        recent = session.scalars(select(Order).where(Order.id.time >= started)).all()
+        recent = session.on_all_shards(select(Order).where(Order.id.time >= started)).all()
         print(f"orders since {started:%H:%M:%S} by Order.id.time >= t: {len(recent)}")
-        view = session.scalars(select(PageView).limit(1)).first()
+        view = session.on_all_shards(select(PageView).limit(1)).scalars().first()
         assert view is not None
         parts = view.id_parts
         print(f"page view {view.id}: pid {parts.pid}, created {parts.datetime:%H:%M:%S}")
