@@ -21,6 +21,7 @@ from uid_fields import (
     TWITTER,
     ConfigurationError,
     ShardedIdGenerator,
+    ShardKeyError,
     ShardMap,
     SnowflakeGenerator,
 )
@@ -165,3 +166,33 @@ def test_a_fields_own_map_overrides_the_session_default(engines: dict[str, Engin
     with lone as session, pytest.raises(ConfigurationError, match="not shards of this session"):
         session.add(Note())
         session.flush()
+
+
+def test_re_parenting_onto_another_database_is_refused(engines: dict[str, Engine]) -> None:
+    with sharded_session(engines) as session:
+        shoppers = [Shopper(name=str(i)) for i in range(12)]
+        baskets = [Basket(shopper=s) for s in shoppers]
+        session.add_all(baskets)
+        session.flush()
+        by_shard: dict[str, list[Basket]] = {}
+        for basket in baskets:
+            by_shard.setdefault(session.shard_of(basket), []).append(basket)
+        assert len(by_shard) > 1
+        (home, mine), (_elsewhere, theirs) = list(by_shard.items())[:2]
+        line = Line(sku="x")
+        mine[0].lines.append(line)
+        session.commit()
+        with recording(engines) as log:
+            line.basket = theirs[0]
+            with pytest.raises(ShardKeyError, match="cannot change shards"):
+                session.flush()
+            assert log.count(kind="UPDATE") == 0
+        session.rollback()
+        if len(mine) > 1:  # a new parent on the same database is fine
+            line = (
+                session.get(Line, line.id)
+                or session.scalars(select(Line).where(Line.basket_id == mine[0].id)).one()
+            )
+            line.basket = mine[1]
+            session.commit()
+            assert session.shard_of(line) == home

@@ -295,9 +295,45 @@ class ShardedIdSession(ShardedSession):
         for slot, state in zip(slots, order, strict=True):
             state.insert_order = slot
         touched = set(placed.values())
+        for obj in self.dirty:
+            self._refuse_move(obj)
         for obj in _chain(self.dirty, self.deleted):
             touched.add(self.shard_of(obj))
         self._flush_shards = touched
+
+    def _refuse_move(self, instance: Any) -> None:
+        """A stored row whose new parent (or shard key) names another database is refused.
+
+        The UPDATE would run on the row's old database and strand it there, where its new
+        parent's relationships never look; a move is a delete and an insert.
+        """
+        state = inspect(instance)
+        if state.key is None:
+            return
+        mapper = state.mapper
+        route = self._route_of(mapper)
+        if route is None:
+            return
+        current = str(state.key[2])
+        if route.by_parent:
+            column_key = mapper.get_property_by_column(route.column).key
+            parent = self._parent_object(mapper, instance, route)
+            if parent is not None:
+                wanted = self.shard_of(parent)
+            else:
+                value = getattr(instance, column_key)
+                wanted = route.shard_of(value) if value is not None else current
+        else:
+            key = self._shard_key_of(mapper, instance, route.config)
+            if key is None or route.key_column is None:
+                return
+            wanted = route.shard_of_key(key)
+        if wanted != current:
+            raise ShardKeyError(
+                f"this {mapper.class_.__name__} lives on {current!r}; its new parent (or "
+                f"shard key) lives on {wanted!r}, and rows cannot change shards: delete it "
+                "and create a new one under the new parent"
+            )
 
 
 def _chain(*groups: Iterable[Any]) -> Iterable[Any]:
