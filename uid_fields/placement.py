@@ -24,7 +24,9 @@ import itertools
 import random
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal, Protocol
 
 from .errors import ConfigurationError, ShardKeyError, WrongShardError
@@ -46,10 +48,12 @@ from .uniqid import UniqIdGenerator
 __all__ = [
     "KeyHash",
     "Placement",
+    "allow_off_shard_writes",
     "colocated_logical_shard",
     "logical_shard_in",
     "natural_route",
     "normalize_shard_key",
+    "off_shard_writes_allowed",
     "route_fits",
     "route_for",
     "scaled_logical_shard",
@@ -248,6 +252,27 @@ def colocated_logical_shard(child: ShardMap, parent: ShardMap, parent_id: object
     return logical_shard_in(child, alias, key)
 
 
+_off_shard_allowed: ContextVar[bool] = ContextVar("uid_off_shard_allowed", default=False)
+
+
+@contextmanager
+def allow_off_shard_writes() -> Iterator[None]:
+    """Within the block, writes to a database a row's id does not name are let through.
+
+    For deliberate copies (a staging database, moving rows between maps, a test of one
+    database); everywhere else both ORMs refuse them with ``WrongShardError``.
+    """
+    token = _off_shard_allowed.set(True)
+    try:
+        yield
+    finally:
+        _off_shard_allowed.reset(token)
+
+
+def off_shard_writes_allowed() -> bool:
+    return _off_shard_allowed.get()
+
+
 class Placement:
     """Where the rows of one id field live, and how their ids are made to say so.
 
@@ -436,7 +461,7 @@ class Placement:
     def check_write(self, value: object, database: str, *, what: str = "row") -> None:
         """Refuse to store an id on a database it does not name (``WrongShardError``)."""
         expected = self.database_of(value)
-        if expected != database:
+        if expected != database and not off_shard_writes_allowed():
             raise WrongShardError(
                 f"this {what}'s id {value} lives on {expected!r}, but the write was sent to "
                 f"{database!r}: a row stored off its shard cannot be found by its id",

@@ -14,6 +14,7 @@ from django.db.models.signals import pre_save
 from django.dispatch import receiver
 
 from ..errors import ShardKeyError, UnroutableQueryError, WrongShardError
+from ..placement import allow_off_shard_writes, off_shard_writes_allowed
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 
@@ -138,30 +139,13 @@ def _lives_on_shards(model: Any) -> bool:
     return sharded_pk(model) is not None or parent_link(model) is not None
 
 
-_off_shard_allowed: ContextVar[bool] = ContextVar("uid_off_shard_allowed", default=False)
-
-
-@contextmanager
-def allow_off_shard_writes() -> Iterator[None]:
-    """Within the block, writes to a database a row's id does not name are let through.
-
-    For deliberate copies (a staging database, a migration between maps); every other
-    write of a sharded row to another database raises ``WrongShardError``.
-    """
-    token = _off_shard_allowed.set(True)
-    try:
-        yield
-    finally:
-        _off_shard_allowed.reset(token)
-
-
 def check_write(instance: models.Model, using: str) -> None:
     """Refuse to store a row of a sharded model on a database its id does not name.
 
     ``save(using=...)``, ``save_base(raw=True, using=...)`` (fixtures) and every other
     write path end here, through the ``pre_save`` signal.
     """
-    if _off_shard_allowed.get() or not _lives_on_shards(type(instance)):
+    if off_shard_writes_allowed() or not _lives_on_shards(type(instance)):
         return
     expected = database_for_instance(instance)
     if expected != using:

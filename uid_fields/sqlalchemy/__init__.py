@@ -11,12 +11,14 @@ asyncio support needs greenlet); their names here are imported on first use only
 from typing import TYPE_CHECKING, Any
 
 from ..config import UidConfig
+from ..placement import allow_off_shard_writes
 from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
 from .bulk import bulk_insert
 from .comparators import IdTime
 from .ddl import DatabaseIds
 from .errors import ShardKeyError, ShardRoutingError
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field_config
+from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .types import LocalityUUIDType, SnowflakeType
@@ -37,7 +39,9 @@ __all__ = [
     "SnowflakeField",
     "SnowflakeType",
     "UidConfig",
+    "allow_off_shard_writes",
     "bulk_insert",
+    "check_writes",
     "database_lease",
     "field_config",
     "lease_factory",

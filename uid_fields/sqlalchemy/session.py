@@ -30,6 +30,7 @@ from ..shards import ShardMap
 from .errors import ShardKeyError, ShardRoutingError
 from .fanout import plan_fan_out
 from .fields import FieldConfig
+from .guard import check_writes
 from .routing import Router, TableRoute
 
 #: Execution option that sends a statement without id criteria to every shard, unmerged
@@ -60,6 +61,7 @@ class ShardedIdSession(ShardedSession):
         shards = dict(shards or {})
         self.router = Router(list(shards), shard_map, default_shard)
         self.strict = strict
+        check_writes(shards, shard_map=shard_map)
         super().__init__(
             shard_chooser=self._choose_shard,
             identity_chooser=self._choose_identity_shards,

@@ -1,0 +1,54 @@
+"""INSERTs through one engine store only the rows whose ids name that engine's shard."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, insert, select
+from sqlalchemy.engine import Engine
+
+from uid_fields import WrongShardError
+from uid_fields.sqlalchemy import check_writes, sharded_session
+
+from .conftest import SHARDS
+from .models import Order, order_ids
+
+
+def _count(engine: Engine) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(Order)).scalar_one())
+
+
+def _shard_of(shards: dict[str, Engine], value: int) -> str:
+    with sharded_session(shards) as session:
+        route = session.router.table_route(Order.__table__)  # type: ignore[arg-type]
+        assert route is not None
+        return route.shard_of(value)
+
+
+def test_core_inserts_through_one_engine_are_checked(shards: dict[str, Engine]) -> None:
+    check_writes(shards)
+    engine = shards["shard_0"]
+    with pytest.raises(WrongShardError, match="shard_0"), engine.begin() as connection:
+        connection.execute(insert(Order), [{"customer": str(i)} for i in range(100)])
+    assert _count(engine) == 0  # nothing was written
+    ids = order_ids.next_ids(200)
+    mine = [i for i in ids if _shard_of(shards, i) == "shard_0"]
+    stray = next(i for i in ids if _shard_of(shards, i) != "shard_0")
+    with engine.begin() as connection:
+        connection.execute(insert(Order), [{"id": i} for i in mine])
+    assert _count(engine) == len(mine)
+    with pytest.raises(WrongShardError), engine.begin() as connection:
+        connection.execute(insert(Order).values(id=stray))
+    assert sum(_count(shards[name]) for name in SHARDS) == len(mine)
+
+
+def test_a_sharded_session_checks_its_engines(shards: dict[str, Engine]) -> None:
+    with sharded_session(shards) as session:
+        order = Order()
+        home = session.shard_of(order)
+    other = next(name for name in SHARDS if name != home)
+    with pytest.raises(WrongShardError), shards[other].begin() as connection:
+        connection.execute(insert(Order).values(id=order.id))
+    with shards[home].begin() as connection:
+        connection.execute(insert(Order).values(id=order.id))
+    assert _count(shards[home]) == 1
