@@ -39,6 +39,7 @@ from .leases import RedisLease
 from .leases.state import check_ttl
 from .locality import LocalityUUIDGenerator, mac_bits
 from .placement import natural_route, route_for
+from .sequences import RedisSequence
 from .shards import Route, ShardMap
 from .timeutil import format_ms, parse_instant
 from .uniqid import UniqIdGenerator
@@ -81,6 +82,7 @@ E_SHARD_MAP = "E004"
 E_GENERATOR = "E005"
 E_UNKNOWN_KEY = "E013"
 E_TYPE = "E014"
+E_PROCESSES = "E016"
 
 #: The top-level keys and the type each value must have.
 TOP_LEVEL: dict[str, type] = {
@@ -93,8 +95,8 @@ TOP_LEVEL: dict[str, type] = {
 }
 _INT_KEYS = frozenset({"kind", "layout", "epoch", "unsigned", "fields", "max_backward_ms"})
 GENERATOR_KEYS: dict[str, frozenset[str]] = {
-    "snowflake": _INT_KEYS,
-    "sharded": _INT_KEYS | {"shard_field", "key_hash"},
+    "snowflake": _INT_KEYS | {"sequence"},
+    "sharded": _INT_KEYS | {"shard_field", "key_hash", "sequence", "single_process"},
     "decimal": _INT_KEYS,
     "locality": frozenset({"kind", "fields", "sequential", "pid", "mac"}),
     "uniqid": frozenset({"kind", "fields", "total_shards", "max_backward_ms"}),
@@ -110,6 +112,7 @@ _LAYOUT_KEYS: dict[type[IntLayout], frozenset[str]] = {
         | {"unsigned", "name"}
     ),
 }
+SEQUENCE_KEYS = frozenset({"redis", "prefix", "key_ttl_ms"})
 LEASE_KEYS = {
     "redis": frozenset({"lease", "url", "name", "ttl", "margin", "prefix"}),
     "database": frozenset({"lease", "database", "name", "ttl", "margin"}),
@@ -273,7 +276,62 @@ def generator_problems(
             lambda: check.integer("total_shards", entry["total_shards"], 1, 10),
         )
     _fields_problems(report, path, entry, kind, layout, database_leases)
+    if "sequence" in entry and entry["sequence"] is not None:
+        _sequence_problems(report, _at(path, "sequence"), entry["sequence"])
+    if "single_process" in entry:
+        report.flag(_at(path, "single_process"), entry["single_process"])
     return report.problems
+
+
+def process_problems(name: str, config: Mapping[str, Any]) -> list[Problem]:
+    """E016 for a valid generator entry whose Python-made ids collide across processes.
+
+    Kept apart from the shape checks: a generator used only to decode ids a database
+    makes (``database_default``) is safe as it is, and its adapter says so.
+    """
+    if config.get("kind") != "sharded" or process_safe(config):
+        return []
+    return [
+        Problem(
+            _at("GENERATORS", name),
+            "makes Instagram-style ids in Python with a per-process sequence and no node "
+            "id: two processes writing one shard issue the same ids. Share the sequence "
+            '("sequence": {"redis": url}), give each process a node field of the layout '
+            "(an env value or a lease), make the ids in PostgreSQL (database_default), or "
+            'declare "single_process": True if only one process ever writes',
+            E_PROCESSES,
+        )
+    ]
+
+
+def process_safe(entry: Mapping[str, Any]) -> bool:
+    """Whether a sharded generator entry keeps several processes' ids apart by itself.
+
+    A shared sequence, or a node field whose value differs per process (from the
+    environment or a lease), does; so does the user's word that one process writes.
+    """
+    if entry.get("single_process") is True or entry.get("sequence") is not None:
+        return True
+    fields = entry.get("fields") or {}
+    return any(isinstance(v, Mapping) for v in fields.values())
+
+
+def _sequence_problems(report: _Report, path: str, spec: object) -> None:
+    entry = report.mapping(path, spec, "a sequence")
+    if entry is None:
+        return
+    report.keys(path, entry, SEQUENCE_KEYS)
+    url = entry.get("redis")
+    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
+        report.add(_at(path, "redis"), f"a redis:// URL is required, got {url!r}", E_TYPE)
+    if "key_ttl_ms" in entry:
+        report.call(
+            _at(path, "key_ttl_ms"),
+            E_TYPE,
+            lambda: check.integer("key_ttl_ms", entry["key_ttl_ms"], 1),
+        )
+    if "prefix" in entry and not isinstance(entry["prefix"], str):
+        report.add(_at(path, "prefix"), "prefix must be a string", E_TYPE)
 
 
 def _layout_problems(
@@ -573,6 +631,13 @@ def build_generator(
     fields: dict[str, Any] = {
         k: _node_source(v, database_lease) for k, v in config.get("fields", {}).items()
     }
+    if config.get("sequence") is not None:
+        spec = config["sequence"]
+        options["sequence"] = RedisSequence(
+            spec["redis"],
+            prefix=spec.get("prefix", "uid_fields:seq:"),
+            key_ttl_ms=spec.get("key_ttl_ms", 10_000),
+        )
     if kind == "locality":
         return LocalityUUIDGenerator(
             sequential=config.get("sequential", False),
@@ -581,6 +646,8 @@ def build_generator(
         )
     if kind == "uniqid":
         return UniqIdGenerator(config.get("total_shards", 4), **options)
+    if kind == "decimal":
+        options.pop("sequence", None)  # not a key of decimal generators (validated above)
     layout = build_layout(config, kind)
     if isinstance(layout, DecimalLayout):
         return DecimalGenerator(layout, server=fields.pop("server", 0), **options)
@@ -757,7 +824,14 @@ class UidConfig:
             ) from None
 
     def generator(self, name: str) -> Generator:
-        """The process-wide generator of ``GENERATORS[name]``."""
+        """The process-wide generator of ``GENERATORS[name]``.
+
+        A sharded generator whose ids would collide across processes (E016) is refused:
+        built here it makes ids in Python.
+        """
+        problems = process_problems(name, self._entry("GENERATORS", name))
+        if problems:
+            raise ConfigurationError(describe(problems))
         return self._generators.build(
             name,
             lambda: build_generator(
@@ -771,7 +845,7 @@ class UidConfig:
         def make() -> ShardMap:
             config = self._entry("SHARDS", shards)
             try:
-                return build_shard_map(config, self.generator(generator))
+                return shard_map_of(config, self._entry("GENERATORS", generator))
             except (ValueError, TypeError) as exc:
                 if isinstance(exc, ConfigurationError):
                     raise

@@ -300,9 +300,12 @@ class SnowflakeGenerator(_BlockGenerator):
 class ShardedIdGenerator:
     """Instagram-style ids that carry a logical shard: ``next_id(shard=5)``.
 
-    One sequence per shard, as each of Instagram's shards has its own. The sequence is
-    per process: processes that write the same shard need distinct node fields in the
-    layout (or database-side generation), exactly as separate snowflake workers do.
+    One sequence per shard, as each of Instagram's shards has its own. By default the
+    sequence is per process, so two processes writing one shard issue the same ids:
+    give them ``sequence=RedisSequence(url)`` (one sequence per shard and time unit,
+    shared by every process), distinct node fields in the layout, or database-side
+    generation. Settings checks refuse the unsafe form unless it is declared
+    ``"single_process": True``.
     """
 
     def __init__(
@@ -314,10 +317,14 @@ class ShardedIdGenerator:
         clock: Clock | None = None,
         max_backward_ms: float = 10,
         on_fork: OnFork = "raise",
+        sequence: SequenceSource | None = None,
         **fields: NodeValue,
     ) -> None:
         if not isinstance(layout, SnowflakeLayout):
             raise TypeError(f"layout must be a SnowflakeLayout, got {layout!r}")
+        if sequence is not None and not isinstance(sequence, SequenceSource):
+            raise TypeError(f"sequence must be a sequence source, got {sequence!r}")
+        self._sequence = sequence
         if key_hash not in (None, "modulo", "mixed"):
             raise ValueError(f"key_hash must be 'modulo' or 'mixed', got {key_hash!r}")
         # None: not chosen. next_id(shard_key=) then takes Instagram's plain modulo, and
@@ -350,7 +357,8 @@ class ShardedIdGenerator:
         # A shard the parent never used gets a new generator in the child, which would
         # not know it was forked: refuse them all unless a lease gives a new node.
         leased = any(getattr(s, "per_process", False) for s in self._fields.values())
-        if self._on_fork == "raise" and not leased:
+        shared = self._sequence is not None and self._sequence.shared
+        if self._on_fork == "raise" and not leased and not shared:
             self._forked_from = os.getppid()
 
     def shard_for_key(self, shard_key: object) -> int:
@@ -392,6 +400,7 @@ class ShardedIdGenerator:
                         clock=self._clock,
                         max_backward_ms=self._max_backward_ms,
                         on_fork=self._on_fork,
+                        sequence=self._sequence,
                         **{self.shard_field: shard, **self._fields},
                     )
                     self._per_shard[shard] = generator

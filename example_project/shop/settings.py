@@ -64,7 +64,14 @@ UID_FIELDS = {
             "fields": {"datacenter": 0, "worker": int(os.environ.get("SHOP_WORKER_ID", "1"))},
         },
         # Orders and their lines: Instagram's 41/13/10 layout, logical shard in the id.
-        "orders": {"kind": "sharded", "layout": "instagram", "epoch": "2024-01-01T00:00:00Z"},
+        # The demo and `make serve` run one process. With several (gunicorn workers),
+        # share the per-shard sequence instead: "sequence": {"redis": "redis://..."}.
+        "orders": {
+            "kind": "sharded",
+            "layout": "instagram",
+            "epoch": "2024-01-01T00:00:00Z",
+            "single_process": True,
+        },
         # Page views: locality UUIDs that spread writes (variable mode).
         "pageviews": {"kind": "locality", "sequential": False},
     },

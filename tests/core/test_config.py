@@ -35,7 +35,12 @@ SETTINGS: dict[str, Any] = {
             "fields": {"datacenter": 0, "worker": 1},
             "max_backward_ms": 5,
         },
-        "photos": {"kind": "sharded", "layout": "instagram", "epoch": "2024-01-01T00:00:00Z"},
+        "photos": {
+            "kind": "sharded",
+            "layout": "instagram",
+            "epoch": "2024-01-01T00:00:00Z",
+            "single_process": True,
+        },
         "events": {"kind": "locality", "sequential": True},
         "legacy": {"kind": "decimal", "epoch": "2024-01-01T00:00:00Z", "fields": {"server": 3}},
         "php": {"kind": "uniqid", "total_shards": 4},
@@ -312,3 +317,53 @@ def test_route_by_a_node_field_from_the_dicts() -> None:
     assert route.logical_shards == 32
     with pytest.raises(ValueError, match="region"):
         shard_map_of({"databases": ["a"], "route_by": "region"}, entry)
+
+
+SHARDED = {"kind": "sharded", "layout": "instagram", "epoch": "2024-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "safe"),
+    [
+        ({}, False),
+        ({"single_process": True}, True),
+        ({"single_process": False}, False),
+        ({"sequence": {"redis": "redis://127.0.0.1:6379/0"}}, True),
+    ],
+)
+def test_sharded_generators_must_be_safe_across_processes(
+    extra: dict[str, Any], safe: bool
+) -> None:
+    from uid_fields.config import process_problems
+
+    entry = {**SHARDED, **extra}
+    assert validate({"GENERATORS": {"orders": entry}}) == []
+    problems = process_problems("orders", entry)
+    assert (problems == []) is safe
+    if not safe:
+        assert [(p.path, p.code) for p in problems] == [("GENERATORS.orders", "E016")]
+        with pytest.raises(ConfigurationError, match="single_process"):
+            UidConfig({"GENERATORS": {"orders": entry}}).generator("orders")
+
+
+def test_a_node_field_per_process_makes_a_sharded_layout_safe() -> None:
+    from uid_fields.config import process_problems
+
+    layout = {"fields": [["shard", 10], ["worker", 3]], "sequence_bits": 10}
+    entry = {**SHARDED, "layout": layout, "fields": {"worker": {"env": "WORKER_ID"}}}
+    assert validate({"GENERATORS": {"orders": entry}}) == []
+    assert process_problems("orders", entry) == []
+
+
+@pytest.mark.parametrize(
+    ("sequence", "path"),
+    [
+        ({"redis": 5}, "GENERATORS.orders.sequence.redis"),
+        ({"url": "redis://x"}, "GENERATORS.orders.sequence.url"),
+        ({"redis": "redis://x", "key_ttl_ms": 0}, "GENERATORS.orders.sequence.key_ttl_ms"),
+        ([1], "GENERATORS.orders.sequence"),
+    ],
+)
+def test_a_bad_sequence_names_its_key(sequence: object, path: str) -> None:
+    problems = validate({"GENERATORS": {"orders": {**SHARDED, "sequence": sequence}}})
+    assert path in [p.path for p in problems]

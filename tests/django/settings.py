@@ -119,7 +119,13 @@ UID_FIELDS = {
             "epoch": "2024-01-01T00:00:00Z",
             "fields": {"datacenter": 0, "worker": 1},
         },
-        "photos": {"kind": "sharded", "layout": "instagram", "epoch": "2024-01-01T00:00:00Z"},
+        # One test process writes: no shared sequence needed (E016 otherwise).
+        "photos": {
+            "kind": "sharded",
+            "layout": "instagram",
+            "epoch": "2024-01-01T00:00:00Z",
+            "single_process": True,
+        },
         "events": {"kind": "locality", "sequential": False},
         "legacy": {
             "kind": "decimal",

@@ -321,3 +321,16 @@ def test_get_generator_is_public() -> None:
 
     assert uid_fields.django.get_generator is get_generator
     assert uid_fields.django.get_generator("default").node == {"datacenter": 0, "worker": 1}
+
+
+def test_a_sharded_generator_unsafe_across_processes_is_e016() -> None:
+    unsafe = copy.deepcopy(settings.UID_FIELDS)
+    del unsafe["GENERATORS"]["photos"]["single_process"]
+    with override_settings(UID_FIELDS=unsafe):
+        [message] = [m for m in check_settings() if m.id == "uid_fields.E016"]
+        assert "photos" in message.msg and "single_process" in message.msg
+    for safe in ({"single_process": True}, {"sequence": {"redis": "redis://127.0.0.1:6379/0"}}):
+        fixed = copy.deepcopy(unsafe)
+        fixed["GENERATORS"]["photos"].update(safe)
+        with override_settings(UID_FIELDS=fixed):
+            assert "uid_fields.E016" not in ids(check_settings())

@@ -6,6 +6,7 @@ import threading
 from typing import Any
 
 from uid_fields import TWITTER, DatabaseLease, RedisLease, RedisSequence, SnowflakeGenerator
+from uid_fields.config import build_generator
 
 
 def make_lease(kind: str, target: str, name: str, prefix: str, table: str) -> Any:
@@ -75,6 +76,21 @@ def shared_sequence_worker(
         ids = [gen.next_id() for _ in range(singles)]
         for _ in range(blocks):
             ids += gen.next_ids(5000)  # more than a unit holds: spills into later units
+        queue.put({"ids": ids})
+    except BaseException as exc:
+        queue.put({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def sharded_settings_worker(
+    config: dict[str, Any], shard: int, barrier: Any, queue: Any, singles: int, blocks: int
+) -> None:
+    """One process of several making ids of one logical shard from a settings entry."""
+    try:
+        gen = build_generator("orders", config)
+        barrier.wait(60)  # start together so the processes contend for the same units
+        ids = [gen.next_id(shard=shard) for _ in range(singles)]  # type: ignore[call-arg]
+        for _ in range(blocks):
+            ids += gen.next_ids(5000, shard)  # type: ignore[call-arg]
         queue.put({"ids": ids})
     except BaseException as exc:
         queue.put({"error": f"{type(exc).__name__}: {exc}"})

@@ -12,7 +12,8 @@ shard key, E009 database-side ids on a backend without them, E010 the ``<name>_p
 attribute is taken, E011 a foreign key between rows that may live on different
 databases, E012 two generators that would issue the same ids, E013 an unknown key in
 UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relation of
-rows that live on shards; W001 a layout exhausted within
+rows that live on shards, E016 a sharded generator whose Python-made ids would collide
+across processes; W001 a layout exhausted within
 five years.
 """
 
@@ -220,6 +221,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 )
             )
     errors.extend(_same_ids_errors(valid))
+    database_made = _database_made_only()
+    for name, entry in valid.items():
+        if name not in database_made:
+            errors.extend(_error(p) for p in core.process_problems(name, entry))
     for name, entry in conf.SHARDS.items():
         missing = [a for a in _shard_aliases(entry) if a not in settings.DATABASES]
         if missing:
@@ -230,6 +235,18 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 )
             )
     return errors
+
+
+def _database_made_only() -> set[str]:
+    """Generators that only decode ids a database makes (every field using them has
+    ``database_default=True``): no process makes their ids in Python."""
+    used: dict[str, bool] = {}
+    for model in apps.get_models():
+        for field in model._meta.local_fields:
+            if isinstance(field, UidField):
+                name = field.generator_name
+                used[name] = used.get(name, True) and field.database_default
+    return {name for name, only in used.items() if only}
 
 
 def _same_ids_errors(generators: Mapping[str, Mapping[str, Any]]) -> list[checks.CheckMessage]:
