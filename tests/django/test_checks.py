@@ -191,7 +191,9 @@ def test_foreign_keys_across_shards_are_e011() -> None:
 
     errors = relation_errors([Loose, Soft, Together])
     assert [(e.id, e.obj) for e in errors] == [
-        ("uid_fields.E011", Loose._meta.get_field("customer"))
+        ("uid_fields.E017", Loose._meta.get_field("customer")),  # CASCADE across databases
+        ("uid_fields.E011", Loose._meta.get_field("customer")),
+        ("uid_fields.E017", Soft._meta.get_field("customer")),
     ]
     assert ids(check_managers()) == set()  # the test project itself is clean
 
@@ -221,6 +223,38 @@ def test_many_to_many_relations_of_sharded_rows_are_e015() -> None:
         ("uid_fields.E015", Wishlist._meta.get_field("customers")),
         ("uid_fields.E015", Campaign._meta.get_field("customers")),
     ]
+
+
+@isolate_apps("tests.django.testapp")
+def test_on_delete_across_databases_is_e017() -> None:
+    from uid_fields.django.checks import relation_errors
+
+    from .testapp.models import Coupon, Customer
+
+    class Memo(models.Model):  # ordinary, on default, pointing at a sharded row
+        customer = models.ForeignKey(Customer, on_delete=models.CASCADE, db_constraint=False)
+        quiet = models.ForeignKey(
+            Customer, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        )
+
+        class Meta:
+            app_label = "testapp"
+
+    class Cart(models.Model):  # sharded, pointing at an ordinary row
+        id = SnowflakeField(primary_key=True, shards="main")
+        coupon = models.ForeignKey(
+            Coupon, null=True, on_delete=models.SET_NULL, db_constraint=False
+        )
+
+        class Meta:
+            app_label = "testapp"
+
+    errors = relation_errors([Memo, Cart])
+    assert [(e.id, e.obj) for e in errors] == [
+        ("uid_fields.E017", Memo._meta.get_field("customer")),
+        ("uid_fields.E017", Cart._meta.get_field("coupon")),
+    ]
+    assert "DO_NOTHING" in errors[0].hint  # type: ignore[operator]
 
 
 def test_two_generators_with_the_same_node_are_e012() -> None:

@@ -13,8 +13,8 @@ attribute is taken, E011 a foreign key between rows that may live on different
 databases, E012 two generators that would issue the same ids, E013 an unknown key in
 UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relation of
 rows that live on shards, E016 a sharded generator whose Python-made ids would collide
-across processes; W001 a layout exhausted within
-five years.
+across processes, E017 an on_delete that would have to run across databases; W001 a
+layout exhausted within five years.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import django
 from django.apps import apps
 from django.conf import settings
 from django.core import checks
+from django.db import models
 
 from .. import config as core
 from ..config import Problem
@@ -309,7 +310,10 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
                 )
         for field in model._meta.concrete_fields:
             target = field.related_model if field.is_relation else None
-            if target is None or not getattr(field, "db_constraint", False):
+            if target is None:
+                continue
+            errors.extend(_on_delete_errors(model, field, target))
+            if not getattr(field, "db_constraint", False):
                 continue
             if not colocated(model, target):
                 errors.append(
@@ -324,6 +328,32 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
                     )
                 )
     return errors
+
+
+def _on_delete_errors(model: Any, field: Any, target: Any) -> list[checks.CheckMessage]:
+    """E017: an on_delete Django must run on the other side of a database boundary.
+
+    Deleting the target collects the rows pointing at it with a query on the target's
+    database; rows that live elsewhere (default, or another shard) are not there, so
+    the delete fails ("no such table") or leaves them behind.
+    """
+    if colocated(model, target) or not (_on_shards(model) or _on_shards(target)):
+        return []
+    on_delete = getattr(getattr(field, "remote_field", None), "on_delete", None)
+    if on_delete is None or on_delete is models.DO_NOTHING:
+        return []
+    return [
+        checks.Error(
+            f"{model._meta.label}.{field.name} points at {target._meta.label} across "
+            f"databases with on_delete={on_delete.__name__}: deleting a "
+            f"{target.__name__} would look for its {model.__name__} rows on its own "
+            "database, where they are not",
+            hint="Use on_delete=models.DO_NOTHING (and clean up the referring rows "
+            "yourself), or co-locate the rows with a shard_key.",
+            obj=field,
+            id="uid_fields.E017",
+        )
+    ]
 
 
 def _on_shards(model: Any) -> bool:
