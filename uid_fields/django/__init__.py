@@ -3,7 +3,7 @@
 from .conf import get_generator
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
 from .lookups import IdTime
-from .query import ShardedManager, ShardedQuerySet
+from .query import ShardedManager, ShardedQuerySet, sharded_atomic
 from .routing import ShardRouter, UnroutableQueryError, allow_off_shard_writes
 
 SnowflakeField.register_lookup(IdTime)
@@ -20,4 +20,5 @@ __all__ = [
     "UnroutableQueryError",
     "allow_off_shard_writes",
     "get_generator",
+    "sharded_atomic",
 ]

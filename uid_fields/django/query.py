@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import suppress
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 from django.apps import apps
@@ -28,7 +28,7 @@ from ..errors import ShardKeyError, UnroutableQueryError
 from .fields import UidField, _is_db_default
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
 
-__all__ = ["ShardedManager", "ShardedQuerySet"]
+__all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
 _ROUTING_LOOKUPS = {"": "exact", "exact": "exact", "in": "in"}
 
@@ -478,11 +478,30 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         groups: dict[str, list[Any]] = {}
         for obj in objs:
             groups.setdefault(self._alias_for_new(obj), []).append(obj)
-        for alias, group in groups.items():
-            if field is not None and field.database_default:
-                _fetch_database_ids(field, alias, group)
-            models.QuerySet.bulk_create(self._for_alias(alias), group, *args, **kwargs)
+        # Every shard's inserts inside its own transaction, all open until every shard
+        # succeeded: one failure rolls them all back (the commits still run one after
+        # another; see sharded_atomic).
+        with sharded_atomic(*groups):
+            for alias, group in groups.items():
+                if field is not None and field.database_default:
+                    _fetch_database_ids(field, alias, group)
+                models.QuerySet.bulk_create(self._for_alias(alias), group, *args, **kwargs)
         return objs
+
+
+@contextmanager
+def sharded_atomic(*aliases: str, savepoint: bool = True) -> Iterator[None]:
+    """``transaction.atomic`` on several databases at once, for a block that writes to
+    several shards: an exception anywhere rolls every one of them back.
+
+    The commits run one after another when the block ends, so a crash (or a failed
+    COMMIT) between two of them leaves the first committed and the rest not; that window
+    is what two-phase commit closes.
+    """
+    with ExitStack() as stack:
+        for alias in dict.fromkeys(aliases):
+            stack.enter_context(transaction.atomic(using=alias, savepoint=savepoint))
+        yield
 
 
 def _fill_ids(objs: Sequence[models.Model]) -> None:
