@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from typing import Any
 
@@ -94,3 +95,23 @@ def sharded_settings_worker(
         queue.put({"ids": ids})
     except BaseException as exc:
         queue.put({"error": f"{type(exc).__name__}: {exc}"})
+
+
+def run_together(target: Any, args: tuple[Any, ...], processes: int) -> list[dict[str, Any]]:
+    """Start ``processes`` spawned workers that meet at one barrier; their reports.
+
+    ``BARRIER`` and ``QUEUE`` in ``args`` stand for the shared barrier and result queue.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    barrier, queue = ctx.Barrier(processes), ctx.Queue()
+    filled = tuple(barrier if a is BARRIER else queue if a is QUEUE else a for a in args)
+    procs = [ctx.Process(target=target, args=filled) for _ in range(processes)]
+    for proc in procs:
+        proc.start()
+    results = [queue.get(timeout=180) for _ in procs]
+    for proc in procs:
+        proc.join(60)
+    return results
+
+
+BARRIER, QUEUE = object(), object()

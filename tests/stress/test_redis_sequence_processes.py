@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 from collections.abc import Iterator
 
@@ -10,7 +9,7 @@ import pytest
 
 from tests import services
 from tests.redis_servers import key_prefix
-from tests.stress.procs import shared_sequence_worker
+from tests.stress.procs import BARRIER, QUEUE, run_together, shared_sequence_worker
 from uid_fields import TWITTER
 
 PROCESSES, SINGLES, BLOCKS = 8, 1500, 3
@@ -24,16 +23,11 @@ def prefix() -> Iterator[str]:
 
 def test_8_processes_share_worker_5_without_duplicates(prefix: str) -> None:
     services.redis_client().close()
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(PROCESSES)
-    queue = ctx.Queue()
-    args = (services.REDIS_URL, prefix, barrier, queue, SINGLES, BLOCKS)
-    procs = [ctx.Process(target=shared_sequence_worker, args=args) for _ in range(PROCESSES)]
-    for proc in procs:
-        proc.start()
-    results = [queue.get(timeout=120) for _ in procs]
-    for proc in procs:
-        proc.join(60)
+    results = run_together(
+        shared_sequence_worker,
+        (services.REDIS_URL, prefix, BARRIER, QUEUE, SINGLES, BLOCKS),
+        PROCESSES,
+    )
     assert not [r["error"] for r in results if "error" in r]
     ids = [i for r in results for i in r["ids"]]
     assert len(ids) == PROCESSES * (SINGLES + BLOCKS * 5000)

@@ -7,14 +7,13 @@ which the settings checks refuse (E016) unless one process is declared.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator
 
 import pytest
 
 from tests import services
 from tests.redis_servers import key_prefix
-from tests.stress.procs import sharded_settings_worker
+from tests.stress.procs import BARRIER, QUEUE, run_together, sharded_settings_worker
 
 PROCESSES, SINGLES, BLOCKS = 2, 20_000, 36  # 400,000 ids
 
@@ -33,16 +32,9 @@ def test_two_processes_on_one_shard_with_the_documented_settings(prefix: str) ->
         "epoch": "2024-01-01T00:00:00Z",
         "sequence": {"redis": services.REDIS_URL, "prefix": prefix},
     }
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(PROCESSES)
-    queue = ctx.Queue()
-    args = (config, 5, barrier, queue, SINGLES, BLOCKS)
-    procs = [ctx.Process(target=sharded_settings_worker, args=args) for _ in range(PROCESSES)]
-    for proc in procs:
-        proc.start()
-    results = [queue.get(timeout=180) for _ in procs]
-    for proc in procs:
-        proc.join(60)
+    results = run_together(
+        sharded_settings_worker, (config, 5, BARRIER, QUEUE, SINGLES, BLOCKS), PROCESSES
+    )
     assert not [r["error"] for r in results if "error" in r]
     ids = [i for r in results for i in r["ids"]]
     assert len(ids) == PROCESSES * (SINGLES + BLOCKS * 5000) == 400_000
