@@ -50,3 +50,28 @@ def test_full_clean_without_a_shard_key_reports_the_field() -> None:
     assert "customer" in getattr(caught.value, "message_dict", {})
     with pytest.raises(ShardKeyError, match="must be set"):
         purchase.save()
+
+
+def test_a_select_box_over_a_sharded_model_lists_every_shard_in_id_order() -> None:
+    customers = [Customer.objects.create(name=f"c{i}") for i in range(12)]
+    assert len({c._state.db for c in customers}) > 1
+    form = PurchaseForm()
+    html = str(form["customer"])
+    values = [str(pk) for pk, _label in form.fields["customer"].choices if pk != ""]
+    assert values == sorted((str(c.pk) for c in customers), key=int)
+    assert all(f'value="{c.pk}"' in html for c in customers)
+
+
+def test_drf_choices_over_a_sharded_model_come_from_every_shard() -> None:
+    from rest_framework import serializers
+
+    from uid_fields.django.rest import UidSerializerMixin
+
+    class PurchaseSerializer(UidSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
+        class Meta:
+            model = Purchase
+            fields = ["id", "customer", "total"]
+
+    customers = [Customer.objects.create(name=f"c{i}") for i in range(12)]
+    choices = PurchaseSerializer().fields["customer"].get_choices()
+    assert sorted(str(k) for k in choices) == sorted(str(c.pk) for c in customers)

@@ -110,6 +110,9 @@ class ShardedAdminMixin:
         alias = self.selected_shard(request)
         if alias is not None and self._is_changelist(request):
             return queryset.using(alias)
+        if alias is not None:
+            # Autocomplete, raw-id lookups, choices: rows of every shard, merged.
+            return queryset.on_all_shards()
         return queryset
 
     def get_list_filter(self, request: HttpRequest) -> Any:

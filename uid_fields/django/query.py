@@ -116,6 +116,17 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             clone._shard_aliases = databases
         return clone
 
+    def using(self, alias: str | None) -> ShardedQuerySet:
+        """``using(None)`` of rows on shards is a fan-out, not ``default``.
+
+        Django asks ``_default_manager.using(None)`` for the choices of a foreign key's
+        form field, a raw-id widget's label and similar: they list or look up rows of
+        every shard (a lookup by id still reads one shard).
+        """
+        if alias is None and self._db is None and self._shard_databases():
+            return self.on_all_shards()
+        return super().using(alias)
+
     def raw(
         self, raw_query: Any, params: Any = (), translations: Any = None, using: Any = None
     ) -> Any:

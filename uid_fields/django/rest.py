@@ -90,6 +90,18 @@ class StringPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type:
             self.fail("incorrect_type", data_type=type(data).__name__)
         return super().to_internal_value(data)
 
+    def get_queryset(self) -> Any:
+        """Choices of rows on shards come from every shard (the browsable API lists them);
+        a lookup by id still reads one shard."""
+        queryset = super().get_queryset()
+        fan_out = getattr(queryset, "on_all_shards", None)
+        if fan_out is not None and getattr(queryset, "_db", None) is None:
+            try:
+                return fan_out()
+            except TypeError:  # a ShardedQuerySet of a model that is not sharded
+                return queryset
+        return queryset
+
 
 def _js_safe(value: Any) -> Any:
     if isinstance(value, bool):
