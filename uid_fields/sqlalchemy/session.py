@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import Table, event, inspect
-from sqlalchemy.engine import Engine, Result
+from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
@@ -201,6 +201,26 @@ class ShardedIdSession(ShardedSession):
                 if parent is not None:
                     return parent
         return None
+
+    def connection_callable(
+        self,
+        mapper: Mapper[Any] | None = None,
+        instance: Any | None = None,
+        shard_id: str | None = None,
+        **kw: Any,
+    ) -> Connection:
+        """The flush's connection to a shard, in the innermost transaction.
+
+        ShardedSession asks the root transaction, so work inside ``begin_nested()`` ran
+        with no SAVEPOINT and survived its rollback. The current (nested) transaction
+        opens the SAVEPOINT on the shard's connection the first time it is used.
+        """
+        if shard_id is None:
+            shard_id = self._choose_shard_and_assign(mapper, instance)
+        trans = self.get_nested_transaction() or self.get_transaction()
+        if trans is not None:
+            return trans.connection(mapper, shard_id=shard_id)
+        return super().connection_callable(mapper, instance, shard_id, **kw)
 
     # -- the three choosers ------------------------------------------------------------
     def _choose_shard(
