@@ -251,10 +251,19 @@ class SnowflakeParts(_IntParts):
         self.layout = layout
 
     def __getattr__(self, name: str) -> int:
+        if name.startswith("__") or name == "fields":
+            # Asked before the slots are set (copy, pickle): never recurse into fields.
+            raise AttributeError(name)
         try:
             return self.fields[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            SnowflakeParts,
+            (self.value, self.timestamp_ms, self.sequence, dict(self.fields), self.layout),
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
