@@ -235,3 +235,19 @@ def test_explicit_shard_pins_still_win(shards: dict[str, Engine]) -> None:
         rows = session.scalars(select(Order).options(set_shard_id("shard_3"))).all()
         assert sorted(o.id for o in rows) == sorted(placed["shard_3"])
         assert log.engines_used() == {"shard_3"}
+
+
+def test_a_many_to_many_row_across_shards_is_refused(sqlite_shards: dict[str, Engine]) -> None:
+    with sharded_session(sqlite_shards) as session:
+        order = Order()
+        session.add(order)
+        session.commit()
+        shard = session.shard_of(order)
+        tag = Tag(label="blue")
+        while session.router.table_route(Tag.__table__).shard_of(tag.id) == shard:  # type: ignore[union-attr, arg-type]
+            tag = Tag(label="blue")
+        session.add(tag)
+        session.commit()
+        order.tags.append(tag)
+        with pytest.raises(ShardRoutingError, match="no load could read it back"):
+            session.flush()

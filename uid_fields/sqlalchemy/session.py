@@ -319,9 +319,37 @@ class ShardedIdSession(ShardedSession):
         touched = set(placed.values())
         for obj in self.dirty:
             self._refuse_move(obj)
+        for obj in _chain(self.new, self.dirty):
+            self._refuse_links_across_shards(obj)
         for obj in _chain(self.dirty, self.deleted):
             touched.add(self.shard_of(obj))
         self._flush_shards = touched
+
+    def _refuse_links_across_shards(self, instance: Any) -> None:
+        """A many-to-many row between rows of two databases is refused before the flush.
+
+        Its association row would be stored with one of them, and a load of the other
+        side (a JOIN on one database) would never see it: ``order.tags`` would come back
+        without the tag that was appended.
+        """
+        state = inspect(instance)
+        for relationship in state.mapper.relationships:
+            if relationship.secondary is None:
+                continue
+            added = state.attrs[relationship.key].history.added or ()
+            if not added:
+                continue
+            home = self.shard_of(instance)
+            for other in added:
+                there = self.shard_of(other)
+                if there != home:
+                    raise ShardRoutingError(
+                        f"{state.mapper.class_.__name__}.{relationship.key}: this "
+                        f"many-to-many row would link a row on {home!r} with one on "
+                        f"{there!r}; no load could read it back. Link rows of one shard, "
+                        "or map the link as a class that lives with one side and reads "
+                        "the other by id"
+                    )
 
     def _refuse_move(self, instance: Any) -> None:
         """A stored row whose new parent (or shard key) names another database is refused.
