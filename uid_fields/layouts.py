@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import keyword
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Protocol, Self
 
 from .errors import LayoutExhaustedError
@@ -50,6 +50,8 @@ def coerce_id(value: object, *, max_value: int) -> int:
         number = value
     elif isinstance(value, str):
         text = value.strip()
+        if len(text) > 20:  # before int(): no 64-bit id has more digits
+            raise ValueError(f"{value[:24]!r}... is not an id: more than 20 digits")
         if not text.isascii() or not text.isdigit():
             raise ValueError(f"{value!r} is not an id: expected decimal digits")
         number = int(text)
@@ -84,7 +86,10 @@ class IntLayout:
     @property
     def exhausted_at(self) -> datetime:
         """The first instant whose ids no longer fit (signed 63 bits unless ``unsigned``)."""
-        return datetime_from_ms(self.epoch_ms + (self.max_unit + 1) * self.time_unit_ms)
+        try:
+            return datetime_from_ms(self.epoch_ms + (self.max_unit + 1) * self.time_unit_ms)
+        except ValueError:  # lasts past the year 9999 (41 bits of seconds, say)
+            return datetime.max.replace(tzinfo=UTC)
 
     def unit_of(self, timestamp_ms: int) -> int:
         """Time units since the epoch; range-checked."""

@@ -11,7 +11,14 @@ _ONE_MS = timedelta(milliseconds=1)
 
 
 def datetime_from_ms(ms: int) -> datetime:
-    return UNIX_EPOCH + timedelta(milliseconds=ms)
+    """The aware UTC datetime of Unix ms; ``ValueError`` naming the value past year 9999
+    (a 48-bit millisecond field reaches the year 10889)."""
+    try:
+        return UNIX_EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        raise ValueError(
+            f"{ms} ms since 1970 is outside the years 1..9999 that a datetime can hold"
+        ) from None
 
 
 def ms_from_datetime(value: datetime | int) -> int:

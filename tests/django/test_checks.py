@@ -368,3 +368,20 @@ def test_a_sharded_generator_unsafe_across_processes_is_e016() -> None:
         fixed["GENERATORS"]["photos"].update(safe)
         with override_settings(UID_FIELDS=fixed):
             assert "uid_fields.E016" not in ids(check_settings())
+
+
+@isolate_apps("tests.django.testapp")
+def test_a_function_name_that_is_no_sql_identifier_is_e018() -> None:
+    class Injected(models.Model):
+        id = ShardedBigIntField(
+            primary_key=True,
+            generator="photos",
+            shards="main",
+            function="uid_next_id(); DROP TABLE x; --",
+        )
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    assert "uid_fields.E018" in ids(Injected._meta.pk.check())  # type: ignore[union-attr]

@@ -13,8 +13,8 @@ attribute is taken, E011 a foreign key between rows that may live on different
 databases, E012 two generators that would issue the same ids, E013 an unknown key in
 UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relation of
 rows that live on shards, E016 a sharded generator whose Python-made ids would collide
-across processes, E017 an on_delete that would have to run across databases; W001 a
-layout exhausted within five years.
+across processes, E017 an on_delete that would have to run across databases, E018 a
+``function=`` that is not an SQL identifier; W001 a layout exhausted within five years.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from django.db import models
 
 from .. import config as core
 from ..config import Problem
+from ..sql.postgres import sql_identifier
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField
 from .query import ShardedQuerySet
@@ -126,6 +127,17 @@ def check_field(field: UidField) -> list[checks.CheckMessage]:
                 hint="Rename the attribute or the field.",
                 obj=field,
                 id="uid_fields.E010",
+            )
+        )
+    try:
+        sql_identifier(field.db_function, "function=")
+    except ValueError as exc:
+        errors.append(
+            checks.Error(
+                f"{exc}: it is written into SQL (the column default, the migration)",
+                hint="Name the function with lower-case letters, digits and underscores.",
+                obj=field,
+                id="uid_fields.E018",
             )
         )
     if field.database_default:

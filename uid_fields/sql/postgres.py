@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .. import validate as check
 from ..layouts import SnowflakeLayout
 
 __all__ = ["NextIdFunction"]
@@ -30,8 +31,12 @@ _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _LOCK_CLASS = 0x75696466
 
 
-def _ident(name: str, what: str) -> str:
-    if not _IDENT.match(name):
+def sql_identifier(name: object, what: str) -> str:
+    """``name`` if it is a plain lower-case SQL identifier; ``ValueError`` naming it.
+
+    Function names go into DDL and column defaults as text, never as parameters.
+    """
+    if not isinstance(name, str) or not _IDENT.match(name):
         raise ValueError(f"{what} {name!r} must be a lower-case SQL identifier")
     return name
 
@@ -51,14 +56,13 @@ class NextIdFunction:
     node: Mapping[str, int] | None = None
 
     def __post_init__(self) -> None:
-        _ident(self.name, "function name")
+        sql_identifier(self.name, "function name")
         if self.shard_field not in self.layout.field_names:
             raise ValueError(f"layout has no {self.shard_field!r} field for the shard")
         if self.layout.time_unit_ms < 1 or self.layout.low_fields:
             raise ValueError("database-side generation supports layouts without low fields")
         bits = self.layout.field_bits(self.shard_field)
-        if not 0 <= self.shard < 1 << bits:
-            raise ValueError(f"shard={self.shard} is out of range 0..{(1 << bits) - 1}")
+        check.integer("shard", self.shard, 0, (1 << bits) - 1)
 
     @property
     def sequence(self) -> str:
