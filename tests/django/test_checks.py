@@ -385,3 +385,36 @@ def test_a_function_name_that_is_no_sql_identifier_is_e018() -> None:
             app_label = "testapp"
 
     assert "uid_fields.E018" in ids(Injected._meta.pk.check())  # type: ignore[union-attr]
+
+
+@isolate_apps("tests.django.testapp")
+def test_generic_relations_touching_sharded_rows_are_e019() -> None:
+    from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
+    from django.contrib.contenttypes.models import ContentType
+
+    from uid_fields.django.checks import relation_errors
+
+    class Sticker(models.Model):  # ordinary: a generic key of its own is fine
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        object_id = models.BigIntegerField()
+        target = GenericForeignKey("content_type", "object_id")
+
+        class Meta:
+            app_label = "testapp"
+
+    class Board(models.Model):  # sharded, holding a generic key and a generic relation
+        id = SnowflakeField(primary_key=True, shards="main")
+        content_type = models.ForeignKey(
+            ContentType, on_delete=models.DO_NOTHING, db_constraint=False
+        )
+        object_id = models.BigIntegerField()
+        target = GenericForeignKey("content_type", "object_id")
+        stickers = GenericRelation(Sticker)
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    found = [(e.id, e.obj.name) for e in relation_errors([Sticker, Board])]
+    assert ("uid_fields.E019", "target") in found and ("uid_fields.E019", "stickers") in found
+    assert not [e for e in relation_errors([Sticker]) if e.id == "uid_fields.E019"]

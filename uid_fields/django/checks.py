@@ -14,7 +14,8 @@ databases, E012 two generators that would issue the same ids, E013 an unknown ke
 UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relation of
 rows that live on shards, E016 a sharded generator whose Python-made ids would collide
 across processes, E017 an on_delete that would have to run across databases, E018 a
-``function=`` that is not an SQL identifier; W001 a layout exhausted within five years.
+``function=`` that is not an SQL identifier, E019 a generic relation touching rows on
+shards; W001 a layout exhausted within five years.
 """
 
 from __future__ import annotations
@@ -303,6 +304,7 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
     many-to-many relations of rows that live on shards (E015)."""
     errors: list[checks.CheckMessage] = []
     for model in models:
+        errors.extend(_generic_relation_errors(model))
         for field in model._meta.local_many_to_many:
             target = field.related_model
             if _on_shards(model) or _on_shards(target):
@@ -339,6 +341,37 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
                         id="uid_fields.E011",
                     )
                 )
+    return errors
+
+
+def _generic_relation_errors(model: Any) -> list[checks.CheckMessage]:
+    """E019: generic relations touching rows that live on shards.
+
+    Django reads a generic foreign key's content type and object on the database of the
+    row holding it, and a ``GenericRelation`` joins across the two tables on one
+    database: with rows on shards, one side is never there.
+    """
+    errors: list[checks.CheckMessage] = []
+    on_shards = _on_shards(model)
+    for field in model._meta.private_fields:
+        kind = type(field).__name__
+        if kind == "GenericForeignKey" and on_shards:
+            what = "a GenericForeignKey on rows that live on shards"
+        elif kind == "GenericRelation" and (on_shards or _on_shards(field.related_model)):
+            what = "a GenericRelation of rows that live on shards"
+        else:
+            continue
+        errors.append(
+            checks.Error(
+                f"{model._meta.label}.{field.name} is {what}: Django reads the content "
+                "type and the object on the holding row's database, where one side is not",
+                hint="Store the target's model label and id in plain fields and read the "
+                "target with Model.objects.get(pk=...), which asks the id's shard; generic "
+                "foreign keys on ordinary models must not point at sharded rows.",
+                obj=field,
+                id="uid_fields.E019",
+            )
+        )
     return errors
 
 
