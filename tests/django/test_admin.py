@@ -134,3 +134,53 @@ def test_inlines_of_co_located_models(client: Client) -> None:
         "renamed",
     ]
     assert Purchase.objects.using(alias).get(pk=purchase.pk).total == 7
+
+
+def _customers(count: int = 12) -> list[Customer]:
+    made = [Customer.objects.create(name=f"c{i}") for i in range(count)]
+    assert len({c._state.db for c in made}) > 1
+    return made
+
+
+def test_the_add_view_offers_the_customers_of_every_shard(client: Client) -> None:
+    customers = _customers()
+    response = client.get(reverse("admin:testapp_purchase_add"))
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert all(f'value="{c.pk}"' in html for c in customers)
+
+
+def test_the_add_view_keeps_the_shard_the_changelist_was_filtered_to(client: Client) -> None:
+    customers = _customers()
+    shard = customers[0]._state.db
+    url = reverse("admin:testapp_purchase_add") + f"?_changelist_filters=shard%3D{shard}"
+    html = client.get(url).content.decode()
+    for customer in customers:
+        assert (f'value="{customer.pk}"' in html) == (customer._state.db == shard)
+
+
+def test_an_ordinary_model_with_a_key_to_a_sharded_one_in_the_admin(client: Client) -> None:
+    customer = _customers(4)[-1]
+    assert client.get(reverse("admin:testapp_note_add")).status_code == 200
+    response = client.post(
+        reverse("admin:testapp_note_add"), {"customer": str(customer.pk), "text": "vip"}
+    )
+    assert response.status_code == 302
+    from .testapp.models import Note
+
+    note = Note.objects.get(text="vip")
+    change = client.get(reverse("admin:testapp_note_change", args=[note.pk]))
+    assert change.status_code == 200
+    assert f"Customer object ({customer.pk})" in change.content.decode()  # label from its shard
+
+
+def test_autocomplete_finds_rows_on_every_shard(client: Client) -> None:
+    orders = [Order.objects.create(note=f"find me {i}") for i in range(12)]
+    assert len({o._state.db for o in orders}) > 1
+    response = client.get(
+        "/admin/autocomplete/",
+        {"app_label": "testapp", "model_name": "review", "field_name": "order", "term": "find"},
+    )
+    assert response.status_code == 200
+    found = {int(r["id"]) for r in response.json()["results"]}
+    assert found == {o.pk for o in orders}

@@ -14,13 +14,13 @@ from typing import Any
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from .fields import UidField
-from .routing import pin_shard, pinned_shard, sharded_pk
+from .routing import colocated, pin_shard, sharded_pk
 
 __all__ = ["CreatedFilter", "ShardFilter", "ShardedAdminMixin", "ShardedModelAdmin"]
 
@@ -156,6 +156,7 @@ class ShardedAdminMixin:
         if not aliases:
             return view()  # type: ignore[no-any-return]
         alias = self._object_shard(object_id)
+        request.uid_object_shard = alias  # type: ignore[attr-defined]  # for related choices
         with ExitStack() as stack:
             if object_id is None and request.method == "POST":
                 # A new object: its shard is known only once the form builds it.
@@ -197,20 +198,32 @@ class ShardedAdminMixin:
             lambda: super(ShardedAdminMixin, self).delete_view(request, object_id, extra_context),  # type: ignore[misc]
         )
 
-    def _related_choices(self, db_field: Any, kwargs: dict[str, Any]) -> None:
+    def carried_shard(self, request: HttpRequest) -> str | None:
+        """The shard a filtered changelist's "Add" link carries (``_changelist_filters``)."""
+        carried = QueryDict(request.GET.get("_changelist_filters", "")).get(SHARD_PARAM)
+        return carried if carried in self.shard_aliases() else None
+
+    def _related_choices(self, db_field: Any, request: HttpRequest, kwargs: dict[str, Any]) -> None:
         related = db_field.remote_field.model
-        alias = pinned_shard(self.model)
-        if "queryset" not in kwargs and alias is not None and sharded_pk(related) is not None:
-            # Only rows on this object's shard can be related to it.
+        if "queryset" in kwargs or sharded_pk(related) is None:
+            return
+        # The edited object's shard, or the shard the list was filtered to; an add view
+        # without a filter offers every shard (the pinned default shard is no choice).
+        alias = getattr(request, "uid_object_shard", None) or self.carried_shard(request)
+        if alias is not None and colocated(self.model, related):
+            # Only rows on this object's shard (or the shard the list was filtered to)
+            # can be related to it.
             kwargs["queryset"] = related._default_manager.using(alias)
             kwargs.setdefault("using", alias)  # raw_id_fields widgets look labels up there
+        else:
+            kwargs["queryset"] = related._default_manager.using(None)  # every shard
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        self._related_choices(db_field, kwargs)
+        self._related_choices(db_field, request, kwargs)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)  # type: ignore[misc]
 
     def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        self._related_choices(db_field, kwargs)
+        self._related_choices(db_field, request, kwargs)
         return super().formfield_for_manytomany(db_field, request, **kwargs)  # type: ignore[misc]
 
     # -- display -------------------------------------------------------------------------

@@ -4,7 +4,18 @@ from django.contrib import admin
 
 from uid_fields.django.admin import ShardedModelAdmin
 
-from .models import Customer, LegacyRow, Order, PageView, Photo, PhpRow, Purchase, PurchaseLine
+from .models import (
+    Customer,
+    LegacyRow,
+    Note,
+    Order,
+    PageView,
+    Photo,
+    PhpRow,
+    Purchase,
+    PurchaseLine,
+    Review,
+)
 
 
 @admin.register(Order)
@@ -24,5 +35,22 @@ class PurchaseAdmin(ShardedModelAdmin):
     inlines = [PurchaseLineInline]
 
 
-for model in (Customer, Photo, PageView, LegacyRow, PhpRow):
+@admin.register(Customer)
+class CustomerAdmin(ShardedModelAdmin):
+    search_fields = ["name"]
+
+
+@admin.register(Review)
+class ReviewAdmin(ShardedModelAdmin):
+    autocomplete_fields = ["order"]
+
+
+@admin.register(Note)
+class NoteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """An ordinary model on default with a key to a sharded customer."""
+
+    raw_id_fields = ["customer"]
+
+
+for model in (Photo, PageView, LegacyRow, PhpRow):
     admin.site.register(model, ShardedModelAdmin)
