@@ -120,3 +120,22 @@ def test_database_ids_need_postgres() -> None:
         database_ids.install(connection, 0)
     with engine.connect() as connection:
         assert connection.execute(select(text("1"))).scalar() == 1
+
+
+def test_a_flush_fetches_database_ids_in_one_statement_per_shard(
+    pg_shards: dict[str, Engine],
+) -> None:
+    with sharded_session(pg_shards) as session, recording(pg_shards) as log:
+        posts = [Post(author_id=author % 40, body=str(author)) for author in range(1000)]
+        session.add_all(posts)
+        session.commit()
+        used = log.engines_used("INSERT")
+        assert len(used) > 1
+        for shard in used:
+            assert log.count(shard, "INSERT") == 1, log.statements[shard]
+        assert len(log.sql("SELECT uid_sa_next_id()")) == len(used)
+        ids = [p.id for p in posts]
+    assert len(set(ids)) == 1000
+    with sharded_session(pg_shards) as session:
+        for post_id in ids[::97]:
+            assert session.get(Post, post_id) is not None  # routed back by the id

@@ -43,6 +43,10 @@ class DatabaseIds:
             self.layout, shard=shard, name=self.name, shard_field=self.shard_field
         )
 
+    def batch_query(self) -> TextClause:
+        """``count`` ids in one round trip (``:count`` bound), in the order they were made."""
+        return text(f"SELECT {self.function(0).call} FROM generate_series(1, :count) ORDER BY 1")
+
     def server_default(self) -> TextClause:
         return text(self.function(0).call)
 
