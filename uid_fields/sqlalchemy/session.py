@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Connection, Engine, Result
+from sqlalchemy.exc import NoInspectionAvailable
 from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
@@ -75,6 +76,30 @@ class ShardedIdSession(ShardedSession):
     @property
     def shard_names(self) -> list[str]:
         return list(self.router.shard_names)
+
+    def get(self, entity: Any, ident: Any, *args: Any, **kwargs: Any) -> Any:
+        """``Session.get``; an id no row can have (``-1``, ``"abc"``) finds None, as a
+        missing row does, instead of failing in the column type."""
+        if not self._could_be_an_id(entity, ident):
+            return None
+        return super().get(entity, ident, *args, **kwargs)
+
+    def _could_be_an_id(self, entity: Any, ident: Any) -> bool:
+        try:
+            mapper = inspect(entity).mapper
+        except NoInspectionAvailable:  # not mapped: let Session.get say so
+            return True
+        route = self._route_of(mapper)
+        if route is None or route.by_parent:
+            return True
+        identity = ident if isinstance(ident, (tuple, list)) else (ident,)
+        for position, column in enumerate(mapper.primary_key):
+            if column is route.column and position < len(identity):
+                try:
+                    route.shard_of(identity[position])
+                except (TypeError, ValueError):
+                    return False
+        return True
 
     def on_all_shards(
         self,
@@ -262,7 +287,10 @@ class ShardedIdSession(ShardedSession):
             identity = primary_key if isinstance(primary_key, (tuple, list)) else (primary_key,)
             for position, column in enumerate(mapper.primary_key):
                 if column is route.column and identity[position] is not None:
-                    return [route.shard_of(identity[position])]
+                    try:
+                        return [route.shard_of(identity[position])]
+                    except (TypeError, ValueError):
+                        return []  # no id at all: no shard holds it, get() finds None
         if lazy_loaded_from is not None and lazy_loaded_from.key is not None:
             return [str(lazy_loaded_from.key[2])]
         return self.shard_names
