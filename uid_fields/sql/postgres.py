@@ -97,16 +97,18 @@ BEGIN
     BEGIN
         SELECT last_value INTO last_issued FROM {self.sequence};
         issued := GREATEST(last_issued + 1, now_unit << {seq_bits});
+        IF (issued >> {seq_bits}) > {layout.max_unit} THEN
+            -- checked before the state is written: setval is not transactional, and a
+            -- stored unit past the end would refuse every later call
+            RAISE EXCEPTION 'uid_fields: layout exhausted at {layout.exhausted_at.isoformat()}'
+                USING ERRCODE = 'numeric_value_out_of_range';
+        END IF;
         PERFORM setval('{self.sequence}', issued, true);
     EXCEPTION WHEN OTHERS OR query_canceled THEN
         PERFORM pg_advisory_unlock({_LOCK_CLASS}, '{self.sequence}'::regclass::oid::integer);
         RAISE;
     END;
     PERFORM pg_advisory_unlock({_LOCK_CLASS}, '{self.sequence}'::regclass::oid::integer);
-    IF (issued >> {seq_bits}) > {layout.max_unit} THEN
-        RAISE EXCEPTION 'uid_fields: layout exhausted at {layout.exhausted_at.isoformat()}'
-            USING ERRCODE = 'numeric_value_out_of_range';
-    END IF;
     RETURN ((issued >> {seq_bits}) << {layout.time_shift})
          | (shard::bigint << {shard_shift})
          | {node_bits}
@@ -115,10 +117,15 @@ END
 """
         return [
             f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} AS bigint MINVALUE 0 START 0",
+            # SET search_path FROM CURRENT pins the schema the function was installed
+            # in: its sequence and its sibling are found whatever the caller's
+            # search_path (one schema per logical shard, as Instagram ran it).
             f"CREATE OR REPLACE FUNCTION {self.name}(shard integer) RETURNS bigint "
-            f"LANGUAGE plpgsql VOLATILE AS $uid_fields${body}$uid_fields$",
+            f"LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT "
+            f"AS $uid_fields${body}$uid_fields$",
             f"CREATE OR REPLACE FUNCTION {self.name}() RETURNS bigint "
-            f"LANGUAGE sql VOLATILE AS $$ SELECT {self.name}({self.shard}) $$",
+            f"LANGUAGE sql VOLATILE SET search_path FROM CURRENT "
+            f"AS $$ SELECT {self.name}({self.shard}) $$",
         ]
 
     def drop_statements(self) -> list[str]:
