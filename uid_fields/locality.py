@@ -55,6 +55,10 @@ _UNKNOWN = uuid.SafeUUID.unknown
 # digits of a counter on the hot path is two lookups instead of bytes round trips.
 # Filled by the first user, not at import: most processes never make a locality UUID.
 _REV16 = array("I")
+# Java writes the block's 4th byte as ``((c & 0xF000000) >> 20) | ((c & 0xF0000000) >> 28)``
+# on a signed int: with the counter's top bit set, the arithmetic shift fills the byte's
+# high nibble (the 7th hex digit) with f. Indexed by that top bit.
+_JAVA_SIGN = (0, 0xF0)
 _rev16_lock = threading.Lock()
 
 
@@ -160,7 +164,7 @@ def compose(
     _check("pid", pid, 0xFFFF)
     _check("mac", mac, 0xFFFFFFF)
     _check("timestamp_ms", timestamp_ms, _MAX_MS)
-    block = counter if sequential else reverse_nibbles(counter)
+    block = counter if sequential else reverse_nibbles(counter) | _JAVA_SIGN[counter >> 31]
     return _uuid_from_int(_middle(pid, mac) | (block << 96) | timestamp_ms)
 
 
@@ -219,7 +223,11 @@ class LocalityUUIDGenerator:
         *,
         clock: Clock | None = None,
         on_fork: Literal["raise", "continue"] = "raise",
+        counter: int | None = None,
     ) -> None:
+        if counter is not None:
+            validate.integer("counter", counter, 0, _MASK32)
+        self._first_counter = counter
         if on_fork not in ("raise", "continue"):
             raise ValueError(f"on_fork must be 'raise' or 'continue', got {on_fork!r}")
         self.sequential = bool(sequential)
@@ -238,7 +246,16 @@ class LocalityUUIDGenerator:
         key = (self.sequential, self.pid, self.mac)
         with _counters_lock:
             counts = _counters.get(key)
-            if counts is None:
+            if self._first_counter is not None:
+                if counts is not None:
+                    raise ValueError(
+                        f"a counter for pid {self.pid} and this MAC is already running in "
+                        "this process; counter= would restart it and repeat its ids"
+                    )
+                step = 1 if self.sequential else INCREMENT
+                counts = _counters[key] = itertools.count(self._first_counter + step, step)
+                self._first_counter = None  # a forked child takes a fresh counter
+            elif counts is None:
                 if self.sequential:
                     first, step = sequential_seed(datetime_from_ms(self.clock.now_ms())), 1
                 else:
@@ -255,7 +272,7 @@ class LocalityUUIDGenerator:
             self._raise_forked()
         count = next(self._counts) & _MASK32
         if not self.sequential:
-            count = (_REV16[count & 0xFFFF] << 16) | _REV16[count >> 16]
+            count = (_REV16[count & 0xFFFF] << 16) | _REV16[count >> 16] | _JAVA_SIGN[count >> 31]
         result = _new_uuid(_UUID)
         _set_int(
             result, (count << 96) | self._middle | (self._source() + self._offset_ns) // 1_000_000
@@ -271,8 +288,8 @@ class LocalityUUIDGenerator:
         # interleave without sharing a value.
         counts = [next(self._counts) & _MASK32 for _ in range(count)]
         if not self.sequential:
-            rev = _REV16
-            counts = [(rev[c & 0xFFFF] << 16) | rev[c >> 16] for c in counts]
+            rev, sign = _REV16, _JAVA_SIGN
+            counts = [(rev[c & 0xFFFF] << 16) | rev[c >> 16] | sign[c >> 31] for c in counts]
         tail = self._middle | (self._source() + self._offset_ns) // 1_000_000
         out: list[uuid.UUID] = []
         append = out.append

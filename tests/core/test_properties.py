@@ -129,7 +129,9 @@ def test_locality_round_trip(counter: int, pid: int, mac: int, ms: int, sequenti
     )
     parts = locality.decompose(str(value))
     assert (parts.pid, parts.mac, parts.timestamp_ms) == (pid, mac, ms)
-    assert (parts.block if sequential else parts.counter) == counter
+    # Java's signed shift writes f for the counter's 7th nibble when its top bit is set.
+    lost = 0x0F000000 if counter >> 31 and not sequential else 0
+    assert (parts.block if sequential else parts.counter) == counter | lost
     assert str(value)[14] == "b"
 
 
