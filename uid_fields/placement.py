@@ -15,7 +15,9 @@ It owns:
   between the two logical spaces, so splitting a database along logical shards keeps
   every family together;
 - the keyless choice (round robin over the databases, a stable spread inside each);
-- ids for a batch, one generator call per logical shard.
+- ids for a batch, one generator call per logical shard;
+- the write check: a row goes only to the database its id names, unless a block says
+  ``allow_off_shard_writes()``; and the logical shard a database-side function stamps.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from .errors import ConfigurationError, ShardKeyError, WrongShardError
 from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
@@ -64,10 +66,6 @@ KeyHash = Literal["mixed", "modulo"]
 
 _KEY_MIN = -(1 << 63)
 _KEY_LIMIT = 1 << 64
-
-
-class IdGenerator(Protocol):
-    def next_id(self) -> Any: ...
 
 
 IdKind = Literal["snowflake", "sharded", "decimal", "locality", "uniqid"]
