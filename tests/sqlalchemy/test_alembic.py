@@ -72,10 +72,12 @@ def _check(engine: Engine) -> None:
     assert "uid_fields.sqlalchemy.types.SnowflakeType()" in code
     assert "uid_fields.sqlalchemy.types.LocalityUUIDType()" in code
     assert "epoch" not in code and "1704067200000" not in code  # no layout in migrations
+    assert "autoincrement=False" in code  # never BIGSERIAL / IDENTITY
     _run(engine, code)
     columns = {c["name"]: c for c in inspect(engine).get_columns("accounts")}
     assert set(columns) == {"id", "ref", "token"}
     assert "BIGINT" in str(columns["id"]["type"]).upper()
+    assert columns["id"].get("default") is None  # no nextval(): a row needs its id
     with engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         assert compare_metadata(context, MigrationBase.metadata) == []  # nothing left to do

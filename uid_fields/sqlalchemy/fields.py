@@ -199,6 +199,10 @@ def _column(
         raise TypeError(f"the field makes its own ids; do not pass {', '.join(owned)}")
     info = dict(kwargs.pop("info", None) or {})
     info[INFO_KEY] = config
+    # Never SERIAL/IDENTITY: a migration renders no Python default, and an integer primary
+    # key left on "auto" becomes BIGSERIAL, which accepts rows without an id (id 1, the
+    # epoch). Said explicitly, Alembic renders it too.
+    kwargs.setdefault("autoincrement", False)
     if config.client_side:
         kwargs["insert_default"] = config.column_default
     if args and isinstance(args[0], str):  # a column name comes before the type
