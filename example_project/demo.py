@@ -102,12 +102,15 @@ def main() -> None:
     print(f"orders created since {since:%H:%M:%S}: {recent.count()} (no created_at column)")
     print(f"SQL on each shard: ...{sql[sql.index('WHERE') :]}")
 
-    section("7. the same shop with SQLAlchemy")
+    section("7. an audit: is every row on the database its id names?")
+    call_command("uid_fields", "audit", "customers", "orders", "analytics")
+
+    section("8. the same shop with SQLAlchemy")
     import sqlalchemy_shop
 
     sqlalchemy_shop.main()
 
-    section("8. the admin")
+    section("9. the admin")
     if not User.objects.filter(username=DEMO_USER).exists():
         User.objects.create_superuser(DEMO_USER, "demo@example.com", DEMO_PASSWORD)
     print(

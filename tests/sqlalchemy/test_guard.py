@@ -52,3 +52,30 @@ def test_a_sharded_session_checks_its_engines(shards: dict[str, Engine]) -> None
     with shards[home].begin() as connection:
         connection.execute(insert(Order).values(id=order.id))
     assert _count(shards[home]) == 1
+
+
+def test_audit_finds_rows_written_off_their_shard(shards: dict[str, Engine]) -> None:
+    from uid_fields.sqlalchemy import allow_off_shard_writes, audit
+
+    from .models import Photo
+
+    with sharded_session(shards) as session:
+        session.add_all([Order() for _ in range(20)] + [Photo(owner_id=3) for _ in range(5)])
+        session.commit()
+        assert sum(r.misplaced for r in audit(session, Order)) == 0
+        stray_order, stray_photo = Order(), Photo(owner_id=4)
+        order_home, photo_home = session.shard_of(stray_order), session.shard_of(stray_photo)
+    order_wrong = next(s for s in SHARDS if s != order_home)
+    photo_wrong = next(s for s in SHARDS if s != photo_home)
+    with allow_off_shard_writes():
+        with shards[order_wrong].begin() as connection:
+            connection.execute(insert(Order).values(id=stray_order.id))
+        with shards[photo_wrong].begin() as connection:
+            connection.execute(insert(Photo).values(id=stray_photo.id, owner_id=4))
+    with sharded_session(shards) as session:
+        orders = {r.database: r for r in audit(session, Order)}
+        photos = {r.database: r for r in audit(session, Photo)}
+    assert orders[order_wrong].samples == [stray_order.id] and orders[order_wrong].method == "scan"
+    assert sum(r.misplaced for r in orders.values()) == 1
+    assert photos[photo_wrong].samples == [stray_photo.id] and photos[photo_wrong].method == "sql"
+    assert sum(r.misplaced for r in photos.values()) == 1

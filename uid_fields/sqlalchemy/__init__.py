@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import UidConfig
 from ..placement import allow_off_shard_writes
 from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
+from .audit import audit
 from .bulk import bulk_insert
 from .comparators import IdTime
 from .ddl import DatabaseIds
@@ -40,6 +41,7 @@ __all__ = [
     "SnowflakeType",
     "UidConfig",
     "allow_off_shard_writes",
+    "audit",
     "bulk_insert",
     "check_writes",
     "database_lease",

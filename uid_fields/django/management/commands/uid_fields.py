@@ -1,4 +1,4 @@
-"""``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all, fixtures."""
+"""``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all, fixtures, audit."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from ...audit import audit
 from ...conf import conf, get_generator, shard_databases
 from ...fields import UidField
 from ...fixtures import dump, load
@@ -62,6 +63,11 @@ class Command(BaseCommand):
         )
         load.add_argument("fixtures", nargs="+", help="fixture files (.json, .xml)")
         load.add_argument("--database", default="default", help="for ordinary models")
+        audit_parser = sub.add_parser(
+            "audit", help="rows of sharded models stored on a database their id does not name"
+        )
+        audit_parser.add_argument("labels", nargs="*", help="app_label or app_label.Model")
+        audit_parser.add_argument("--samples", type=int, default=5)
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"].replace("-", "_")
@@ -221,6 +227,16 @@ class Command(BaseCommand):
         for alias in sorted(counts):
             self.stdout.write(f"{alias:<16} {counts[alias]} rows")
         self.stdout.write(f"installed {sum(counts.values())} rows from {len(fixtures)} file(s)")
+
+    # -- audit ---------------------------------------------------------------------------
+    def do_audit(self, labels: list[str], samples: int, **options: Any) -> None:
+        total = 0
+        for result in audit(labels, samples=samples):
+            total += result.misplaced
+            self.stdout.write(str(result))
+        self.stdout.write(f"{total} misplaced rows" if total else "every row is on its shard")
+        if total:
+            raise CommandError(f"{total} rows are stored off their shard")
 
     # -- migrate-all ---------------------------------------------------------------------
     def do_migrate_all(self, **options: Any) -> None:
