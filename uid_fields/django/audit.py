@@ -30,7 +30,8 @@ def audit_model(
         condition = foreign_condition(placement, alias, column)
         result = AuditResult(model._meta.label, alias)
         if condition is not None:
-            misplaced = rows.extra(where=[condition]).order_by("pk")
+            # extra() SQL goes through the driver's %-formatting: a modulo is %%.
+            misplaced = rows.extra(where=[condition.replace("%", "%%")]).order_by("pk")
             result.misplaced = misplaced.count()
             result.samples = list(misplaced.values_list("pk", flat=True)[:samples])
         else:
