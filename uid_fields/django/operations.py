@@ -1,8 +1,10 @@
-"""A migration operation that installs the PostgreSQL ``next_id`` function per shard.
+"""Migration operations that install id functions on each shard database.
 
-Each shard database gets the function with the first logical shard it holds, so ids
-made there route back to it. It is idempotent (``CREATE OR REPLACE``, the state
-sequence ``IF NOT EXISTS``, never reset) and reversible.
+``InstallNextId``: PostgreSQL's ``next_id``, each shard stamping the first logical shard
+it holds, idempotent (``CREATE OR REPLACE``, the state sequence ``IF NOT EXISTS``, never
+reset). ``InstallDecimalId``: decimal ids made by MySQL/MariaDB, each database stamping
+the first server digit it owns. Both reversible, and both route ids back to the database
+that made them.
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from typing import Any
 
 from django.db.migrations.operations.base import Operation
 
+from ..config import layout_of, static_node
 from ..generators import ShardedIdGenerator
-from ..layouts import SnowflakeLayout
+from ..layouts import DecimalLayout, SnowflakeLayout
 from ..placement import stamped_logical_shard
-from ..sql import NextIdFunction
-from .conf import get_generator, get_shard_map
+from ..sql import DecimalIdFunction, NextIdFunction
+from .conf import conf, get_generator, get_shard_map
 
-__all__ = ["InstallNextId"]
+__all__ = ["InstallDecimalId", "InstallNextId", "decimal_id_function", "next_id_function"]
 
 
 def next_id_function(generator: str, shards: str, alias: str, function: str) -> NextIdFunction:
@@ -30,40 +33,45 @@ def next_id_function(generator: str, shards: str, alias: str, function: str) -> 
     return NextIdFunction(gen.layout, shard=low, name=function, shard_field=gen.shard_field)
 
 
-class InstallNextId(Operation):
-    """``InstallNextId(generator="photos", shards="main")`` in a migration."""
+class _InstallFunction(Operation):
+    """Install (or, backwards, drop) an id function on the shard databases of a map."""
 
     reversible = True
     reduces_to_sql = True
+    vendor = ""
+    default_function = ""
 
-    def __init__(self, generator: str, shards: str, function: str = "uid_next_id") -> None:
+    def __init__(self, generator: str, shards: str | None = None, function: str = "") -> None:
         self.generator = generator
         self.shards = shards
-        self.function = function
+        self.function = function or self.default_function
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        kwargs = {"generator": self.generator, "shards": self.shards}
-        if self.function != "uid_next_id":
+        kwargs: dict[str, Any] = {"generator": self.generator}
+        if self.shards is not None:
+            kwargs["shards"] = self.shards
+        if self.function != self.default_function:
             kwargs["function"] = self.function
-        return "uid_fields.django.operations.InstallNextId", [], kwargs
+        return f"uid_fields.django.operations.{type(self).__name__}", [], kwargs
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass
 
     def _applies(self, schema_editor: Any) -> bool:
         connection = schema_editor.connection
-        if connection.vendor != "postgresql":
+        if connection.vendor != self.vendor:
             return False
+        if self.shards is None:
+            return True
         return connection.alias in get_shard_map(self.shards, self.generator).databases
+
+    def statements(self, alias: str, forwards: bool) -> list[str]:
+        raise NotImplementedError
 
     def _run(self, schema_editor: Any, forwards: bool) -> None:
         if not self._applies(schema_editor):
             return
-        function = next_id_function(
-            self.generator, self.shards, schema_editor.connection.alias, self.function
-        )
-        statements = function.create_statements() if forwards else function.drop_statements()
-        for statement in statements:
+        for statement in self.statements(schema_editor.connection.alias, forwards):
             schema_editor.execute(statement, params=None)
 
     def database_forwards(
@@ -77,10 +85,58 @@ class InstallNextId(Operation):
         self._run(schema_editor, forwards=False)
 
     def describe(self) -> str:
-        return (
-            f"Install {self.function}() for generator {self.generator!r} on shards {self.shards!r}"
-        )
+        where = f" on shards {self.shards!r}" if self.shards else ""
+        return f"Install {self.function}() for generator {self.generator!r}{where}"
 
     @property
     def migration_name_fragment(self) -> str:
         return f"install_{self.function}"
+
+
+class InstallNextId(_InstallFunction):
+    """``InstallNextId(generator="photos", shards="main")``: PostgreSQL's ``next_id``."""
+
+    vendor = "postgresql"
+    default_function = "uid_next_id"
+
+    def __init__(self, generator: str, shards: str, function: str = "uid_next_id") -> None:
+        super().__init__(generator, shards, function)
+
+    def statements(self, alias: str, forwards: bool) -> list[str]:
+        assert self.shards is not None
+        function = next_id_function(self.generator, self.shards, alias, self.function)
+        return function.create_statements() if forwards else function.drop_statements()
+
+
+class InstallDecimalId(_InstallFunction):
+    """``InstallDecimalId(generator="tickets", shards="main")``: decimal ids made by
+    MySQL/MariaDB, each database stamping the first server digit it owns (or the
+    generator's ``server`` without ``shards``). Read from the settings: no lease."""
+
+    vendor = "mysql"
+    default_function = "uid_decimal_id"
+
+    def statements(self, alias: str, forwards: bool) -> list[str]:
+        function = decimal_id_function(self.generator, self.shards, alias, self.function)
+        return function.create_statements() if forwards else function.drop_statements()
+
+
+def decimal_id_function(
+    generator: str, shards: str | None, alias: str, function: str = "uid_decimal_id"
+) -> DecimalIdFunction:
+    """The decimal function as it must be on ``alias`` for the current settings."""
+    entry = conf.GENERATORS.get(generator, {})
+    layout = layout_of(entry) if entry.get("kind") == "decimal" else None
+    if not isinstance(layout, DecimalLayout):
+        raise ValueError(f"generator {generator!r} is not a decimal generator")
+    if shards is not None:
+        server = stamped_logical_shard(get_shard_map(shards, generator), alias)
+    else:
+        node = static_node(entry)
+        if node is None:
+            raise ValueError(
+                f"generator {generator!r} takes its server digit from a lease or the "
+                "environment; give shards= so each database stamps its own"
+            )
+        server = node.get("server", 0)
+    return DecimalIdFunction(layout, server=server, name=function)

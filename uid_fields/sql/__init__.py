@@ -1,5 +1,6 @@
 """SQL that makes ids inside the database, rendered from the same layouts."""
 
+from .mysql import DecimalIdFunction
 from .postgres import NextIdFunction
 
-__all__ = ["NextIdFunction"]
+__all__ = ["DecimalIdFunction", "NextIdFunction"]

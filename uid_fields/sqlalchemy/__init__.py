@@ -16,7 +16,7 @@ from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
 from .audit import audit
 from .bulk import bulk_insert
 from .comparators import IdTime
-from .ddl import DatabaseIds
+from .ddl import DatabaseIds, DecimalIds
 from .errors import ShardKeyError, ShardRoutingError
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field_config
 from .guard import check_writes
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DatabaseIds",
+    "DecimalIds",
     "IdTime",
     "LocalityUUIDField",
     "LocalityUUIDType",

@@ -17,12 +17,12 @@ from sqlalchemy import MetaData, Table, event, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import TextClause
 
-from ..layouts import SnowflakeLayout
+from ..layouts import DecimalLayout, SnowflakeLayout
 from ..placement import stamped_logical_shard
 from ..shards import ShardMap
-from ..sql.postgres import NextIdFunction
+from ..sql import DecimalIdFunction, NextIdFunction
 
-__all__ = ["DatabaseIds"]
+__all__ = ["DatabaseIds", "DecimalIds"]
 
 ShardOf = Mapping[Engine, int] | Callable[[Connection], int]
 
@@ -74,28 +74,83 @@ class DatabaseIds:
         ``shard_of`` gives the logical shard of the database a connection is on: a
         mapping by engine (see ``shards_of``) or a function of the connection.
         """
-
-        def shard(connection: Connection) -> int:
-            if callable(shard_of):
-                return shard_of(connection)
-            try:
-                return shard_of[connection.engine]
-            except KeyError:
-                raise LookupError(
-                    f"no logical shard is configured for {connection.engine.url!r}"
-                ) from None
-
-        def before_create(target: Any, connection: Connection, **kw: Any) -> None:
-            self.install(connection, shard(connection))
-
-        def after_drop(target: Any, connection: Connection, **kw: Any) -> None:
-            self.uninstall(connection)
-
-        event.listen(target, "before_create", before_create)
-        event.listen(target, "after_drop", after_drop)
+        _attach(target, shard_of, self.install, self.uninstall)
 
     def __repr__(self) -> str:
         return f"<DatabaseIds {self.name}() {self.layout!r}>"
+
+
+class DecimalIds:
+    """Decimal ids made by MySQL/MariaDB (``uid_fields.sql.DecimalIdFunction``).
+
+    ``install(connection, server)`` creates ``name()`` stamping that server digit;
+    ``column_default(server)`` is the same computation for a ``server_default``.
+    ``DecimalIds.shards_of(shard_map, engines)`` gives each database the first server
+    digit it owns, so ids route back to the database that made them.
+    """
+
+    shards_of = DatabaseIds.shards_of
+
+    def __init__(self, layout: DecimalLayout, *, name: str = "uid_decimal_id") -> None:
+        self.layout = layout
+        self.name = name
+        self.function(0)  # validate the layout and name now
+
+    def function(self, server: int) -> DecimalIdFunction:
+        return DecimalIdFunction(self.layout, server=server, name=self.name)
+
+    def column_default(self, server: int) -> TextClause:
+        return text(self.function(server).expression)
+
+    def install(self, connection: Connection, server: int) -> None:
+        _require_mysql(connection)
+        for statement in self.function(server).create_statements():
+            connection.exec_driver_sql(statement)
+
+    def uninstall(self, connection: Connection) -> None:
+        _require_mysql(connection)
+        for statement in self.function(0).drop_statements():
+            connection.exec_driver_sql(statement)
+
+    def attach(self, target: Table | MetaData, server_of: ShardOf) -> None:
+        """Install the function before ``target`` is created, drop it after it is dropped."""
+        _attach(target, server_of, self.install, self.uninstall)
+
+    def __repr__(self) -> str:
+        return f"<DecimalIds {self.name}() {self.layout!r}>"
+
+
+def _attach(
+    target: Table | MetaData,
+    shard_of: ShardOf,
+    install: Callable[[Connection, int], None],
+    uninstall: Callable[[Connection], None],
+) -> None:
+    def shard(connection: Connection) -> int:
+        if callable(shard_of):
+            return shard_of(connection)
+        try:
+            return shard_of[connection.engine]
+        except KeyError:
+            raise LookupError(
+                f"no logical shard is configured for {connection.engine.url!r}"
+            ) from None
+
+    def before_create(target: Any, connection: Connection, **kw: Any) -> None:
+        install(connection, shard(connection))
+
+    def after_drop(target: Any, connection: Connection, **kw: Any) -> None:
+        uninstall(connection)
+
+    event.listen(target, "before_create", before_create)
+    event.listen(target, "after_drop", after_drop)
+
+
+def _require_mysql(connection: Connection) -> None:
+    if connection.dialect.name not in ("mysql", "mariadb"):
+        raise NotImplementedError(
+            f"database-made decimal ids need MySQL or MariaDB, not {connection.dialect.name}"
+        )
 
 
 def _require_postgres(connection: Connection) -> None:
