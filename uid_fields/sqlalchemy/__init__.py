@@ -4,15 +4,14 @@
 whose ids are assigned when an object is built; ``sharded_session()`` sends every row,
 ``get()`` and id query to the shard its id names. See docs/sqlalchemy.md.
 
-The asyncio sessions live in ``uid_fields.sqlalchemy.asyncio`` (extra ``asyncio``: SQLAlchemy's
-asyncio support needs greenlet); their names here are imported on first use only.
+The asyncio sessions (``async_sharded_session``) need the extra ``asyncio`` (SQLAlchemy's
+asyncio support needs greenlet) only when one is made.
 """
-
-from typing import TYPE_CHECKING, Any
 
 from ..config import UidConfig
 from ..placement import allow_off_shard_writes
 from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
+from .asyncio import async_sharded_session, async_sharded_sessionmaker
 from .audit import audit
 from .bulk import bulk_insert
 from .comparators import IdTime
@@ -23,10 +22,6 @@ from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .types import LocalityUUIDType, SnowflakeType
-
-if TYPE_CHECKING:
-    from .asyncio import async_sharded_session as async_sharded_session
-    from .asyncio import async_sharded_sessionmaker as async_sharded_sessionmaker
 
 __all__ = [
     "DatabaseIds",
@@ -42,6 +37,8 @@ __all__ = [
     "SnowflakeType",
     "UidConfig",
     "allow_off_shard_writes",
+    "async_sharded_session",
+    "async_sharded_sessionmaker",
     "audit",
     "bulk_insert",
     "check_writes",
@@ -53,17 +50,3 @@ __all__ = [
     "sharded_session",
     "sharded_sessionmaker",
 ]
-
-_ASYNC_NAMES = frozenset({"async_sharded_session", "async_sharded_sessionmaker"})
-
-
-def __getattr__(name: str) -> Any:
-    """``async_sharded_session``/``async_sharded_sessionmaker``, loaded when first asked for.
-
-    An optional dependency: ``.asyncio`` needs greenlet, which plain sessions do not.
-    """
-    if name in _ASYNC_NAMES:
-        from . import asyncio as _asyncio
-
-        return getattr(_asyncio, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
