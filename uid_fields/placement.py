@@ -26,7 +26,7 @@ import itertools
 import random
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -323,10 +323,6 @@ class Placement:
 
     # -- reading ids ---------------------------------------------------------------------
     @property
-    def sharded(self) -> bool:
-        return self.shard_map is not None
-
-    @property
     def embeds_shard(self) -> bool:
         """Whether ids carry a logical shard chosen per row (Instagram's shard bits).
 
@@ -346,10 +342,6 @@ class Placement:
     def database_of(self, value: object) -> str:
         """The database an id lives on."""
         return self._map().database_for(value)
-
-    def group(self, values: Iterable[Any]) -> dict[str, list[Any]]:
-        """Ids grouped by database, each group in input order."""
-        return self._map().group(values)
 
     @property
     def databases(self) -> tuple[str, ...]:

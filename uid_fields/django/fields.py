@@ -142,10 +142,6 @@ class UidField(models.Field):  # type: ignore[type-arg]
             return None
         return self.placement.new_id(key)
 
-    def generate_many(self, count: int) -> list[Any]:
-        """Ids for a batch of objects without shard keys: the generator's batch path."""
-        return self.placement.new_ids(count)
-
     def shard_key_field(self) -> models.Field:  # type: ignore[type-arg]
         assert self.shard_key is not None
         return self.model._meta.get_field(self.shard_key)  # type: ignore[return-value]

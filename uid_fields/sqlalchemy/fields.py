@@ -7,7 +7,7 @@ built (see ``listeners``); the column's ``insert_default`` covers Core ``insert(
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
 from sqlalchemy.engine.default import DefaultExecutionContext
@@ -143,10 +143,6 @@ class FieldConfig:
     def placement(self) -> Placement:
         return self.placement_for(None)
 
-    def logical_shard_of_key(self, value: object) -> int:
-        """The logical shard a shard key value names; ShardKeyError if it is no key."""
-        return self.placement.logical_shard_for_key(value)
-
     def new_id(self, shard_key_value: object = None) -> Any:
         """A fresh id; sharded fields with a shard key need its value."""
         if self.generator is None:
@@ -157,9 +153,6 @@ class FieldConfig:
                 "its logical shard)"
             )
         return self.placement.new_id(shard_key_value)
-
-    def new_ids(self, count: int, keys: Sequence[object] | None = None) -> list[Any]:
-        return self.placement.new_ids(count, keys)
 
     def column_default(self, context: DefaultExecutionContext) -> Any:
         """``insert_default`` for Core inserts: reads the row's shard key if needed."""

@@ -204,28 +204,16 @@ class ShardedIdSession(ShardedSession):
         if value is not None or config.shard_key_column is None:
             return value
         column = mapper.local_table.columns.get(config.shard_key_column)
-        state = inspect(instance)
-        for relationship in mapper.relationships:
-            if relationship.direction is MANYTOONE and column in relationship.local_columns:
-                parent = state.dict.get(relationship.key)
-                if parent is not None:
-                    for local, remote in relationship.local_remote_pairs:
-                        if local is column:
-                            return getattr(
-                                parent, relationship.mapper.get_property_by_column(remote).key
-                            )
-        return None
+        found = _parent_through(mapper, instance, column)
+        if found is None:
+            return None
+        parent, remote = found
+        return getattr(parent, inspect(parent).mapper.get_property_by_column(remote).key)
 
     @staticmethod
     def _parent_object(mapper: Mapper[Any], instance: Any, route: TableRoute) -> Any:
-        # ``Item(order=order)`` has no order_id until the flush syncs it: ask the parent.
-        state = inspect(instance)
-        for relationship in mapper.relationships:
-            if relationship.direction is MANYTOONE and route.column in relationship.local_columns:
-                parent = state.dict.get(relationship.key)
-                if parent is not None:
-                    return parent
-        return None
+        found = _parent_through(mapper, instance, route.column)
+        return None if found is None else found[0]
 
     def connection_callable(
         self,
@@ -438,6 +426,22 @@ class ShardedIdSession(ShardedSession):
                 f"shard key) lives on {wanted!r}, and rows cannot change shards: delete it "
                 "and create a new one under the new parent"
             )
+
+
+def _parent_through(mapper: Mapper[Any], instance: Any, column: Any) -> tuple[Any, Any] | None:
+    """The parent object set on a many-to-one whose foreign key is ``column``, and the
+    parent's column it points at: ``Item(order=order)`` has no ``order_id`` until the
+    flush syncs it, so the parent is asked."""
+    state = inspect(instance)
+    for relationship in mapper.relationships:
+        if relationship.direction is not MANYTOONE:
+            continue
+        for local, remote in relationship.local_remote_pairs:
+            if local is column:
+                parent = state.dict.get(relationship.key)
+                if parent is not None:
+                    return parent, remote
+    return None
 
 
 def _chain(*groups: Iterable[Any]) -> Iterable[Any]:
