@@ -111,6 +111,7 @@ def run_together(target: Any, args: tuple[Any, ...], processes: int) -> list[dic
     results = [queue.get(timeout=180) for _ in procs]
     for proc in procs:
         proc.join(60)
+        assert proc.exitcode == 0, proc.exitcode
     return results
 
 

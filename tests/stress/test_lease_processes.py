@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -11,26 +10,16 @@ import pytest
 
 from tests import services
 from tests.redis_servers import key_prefix
-from tests.stress.procs import leased_worker
+from tests.stress.procs import BARRIER, QUEUE, leased_worker, run_together
 from uid_fields import TWITTER, DatabaseLease
 
 PROCESSES, THREADS, PER_THREAD = 8, 4, 2500
 
 
 def run_processes(kind: str, target: str, prefix: str = "", table: str = "") -> list[Any]:
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(PROCESSES)
-    queue = ctx.Queue()
     name = f"stress-{uuid.uuid4().hex[:8]}"
-    args = (kind, target, name, prefix, table, barrier, queue, THREADS, PER_THREAD)
-    procs = [ctx.Process(target=leased_worker, args=args) for _ in range(PROCESSES)]
-    for proc in procs:
-        proc.start()
-    results = [queue.get(timeout=120) for _ in procs]
-    for proc in procs:
-        proc.join(60)
-        assert proc.exitcode == 0
-    return results
+    args = (kind, target, name, prefix, table, BARRIER, QUEUE, THREADS, PER_THREAD)
+    return run_together(leased_worker, args, PROCESSES)
 
 
 def check(results: list[Any]) -> None:
