@@ -207,19 +207,3 @@ def test_any_key_picks_a_logical_shard_in_range(key: int) -> None:
 
 _GEN = ShardedIdGenerator(INSTAGRAM)
 _PLACEMENT = Placement(_GEN, ShardMap(DBS, route=route_for(_GEN)))
-
-
-def test_one_error_vocabulary_for_both_orms() -> None:
-    import uid_fields
-    import uid_fields.django
-    import uid_fields.sqlalchemy
-    from uid_fields import errors
-
-    assert uid_fields.django.UnroutableQueryError is errors.ShardRoutingError
-    assert uid_fields.sqlalchemy.ShardRoutingError is errors.ShardRoutingError
-    assert uid_fields.sqlalchemy.ShardKeyError is errors.ShardKeyError is uid_fields.ShardKeyError
-    assert errors.UnroutableQueryError is errors.ShardRoutingError
-    assert issubclass(errors.ShardRoutingError, LookupError)
-    assert issubclass(errors.ShardKeyError, ValueError)
-    assert issubclass(errors.WrongShardError, ValueError)
-    assert issubclass(errors.ConfigurationError, ValueError)

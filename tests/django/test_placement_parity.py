@@ -279,3 +279,19 @@ def test_both_orms_put_the_same_ids_on_the_same_databases(
             for table in reversed(Base.metadata.sorted_tables):
                 connection.execute(table.delete())
     CASES[case](engines)
+
+
+def test_one_error_vocabulary_for_both_orms() -> None:
+    import uid_fields
+    import uid_fields.django
+    import uid_fields.sqlalchemy
+    from uid_fields import errors
+
+    assert uid_fields.django.UnroutableQueryError is errors.ShardRoutingError
+    assert uid_fields.sqlalchemy.ShardRoutingError is errors.ShardRoutingError
+    assert uid_fields.sqlalchemy.ShardKeyError is errors.ShardKeyError is uid_fields.ShardKeyError
+    assert errors.UnroutableQueryError is errors.ShardRoutingError
+    assert issubclass(errors.ShardRoutingError, LookupError)
+    assert issubclass(errors.ShardKeyError, ValueError)
+    assert issubclass(errors.WrongShardError, ValueError)
+    assert issubclass(errors.ConfigurationError, ValueError)
