@@ -16,6 +16,14 @@ POSTGRES_URL = os.environ.get(
 )
 MYSQL_URL = os.environ.get("UID_FIELDS_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("UID_FIELDS_REDIS_URL", "redis://127.0.0.1:6379/0")
+# Two test runs against the same servers (two checkouts) keep apart by naming their fixed
+# databases differently: UID_FIELDS_TEST_NAMESPACE=a gives uidf_sa_a_0 instead of uidf_sa_0.
+NAMESPACE = os.environ.get("UID_FIELDS_TEST_NAMESPACE", "")
+
+
+def database_name(base: str, index: int) -> str:
+    """The name of fixed test database ``index`` of family ``base`` (e.g. ``uidf_sa``)."""
+    return f"{base}_{NAMESPACE}_{index}" if NAMESPACE else f"{base}_{index}"
 
 
 def required() -> bool:

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 import django
 
+from tests.services import database_name
+
 BACKEND = os.environ.get("UID_FIELDS_TEST_DB", "sqlite")
 SHARDS = ["shard_0", "shard_1", "shard_2", "shard_3"]
 DATA_DIR = Path(tempfile.gettempdir()) / f"uid_fields_tests_{os.getpid()}"
@@ -104,7 +106,7 @@ def _mysql(name: str) -> dict[str, object]:
 _shard = {"sqlite": _sqlite, "postgres": _postgres, "mysql": _mysql}[BACKEND]
 DATABASES = {"default": _sqlite("default")}
 for index, alias in enumerate(SHARDS):
-    DATABASES[alias] = _shard(f"uidf_dj_{index}")
+    DATABASES[alias] = _shard(database_name("uidf_dj", index))
 
 # Ids made by PostgreSQL need db_default (Django 5.0+); check E009 explains it on 4.2.
 DATABASE_IDS = BACKEND == "postgres" and django.VERSION >= (5, 0)

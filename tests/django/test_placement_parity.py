@@ -31,6 +31,7 @@ from tests.django.testapp.models import (
     Purchase,
     Snap,
 )
+from tests.services import database_name, postgres_connection
 from uid_fields.config import UidConfig
 from uid_fields.sqlalchemy import (
     ShardedBigIntField,
@@ -103,20 +104,22 @@ class SaSnap(Base):
     id: Mapped[int] = ShardedBigIntField(primary_key=True, **_ids("photos"))
 
 
+PARITY_DATABASES = [database_name("uidf_parity", i) for i in range(len(SHARDS))]
+
+
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Engine]]:
     """SQLAlchemy's shards: the same server as Django's (PostgreSQL or SQLite files)."""
     if settings.BACKEND == "postgres":
-        from tests.services import postgres_connection
-
         with postgres_connection() as admin:
-            for i in range(len(SHARDS)):
-                admin.execute(f"DROP DATABASE IF EXISTS uidf_parity_{i} WITH (FORCE)")
-                admin.execute(f"CREATE DATABASE uidf_parity_{i}")
+            for name in PARITY_DATABASES:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                admin.execute(f"CREATE DATABASE {name}")
         base = settings.DATABASES["shard_0"]
         made = {
             alias: create_engine(
-                f"postgresql+psycopg://{base['USER']}@{base['HOST']}:{base['PORT']}/uidf_parity_{i}"
+                f"postgresql+psycopg://{base['USER']}@{base['HOST']}:{base['PORT']}/"
+                f"{PARITY_DATABASES[i]}"
             )
             for i, alias in enumerate(SHARDS)
         }
@@ -130,8 +133,8 @@ def engines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Engi
         engine.dispose()
     if settings.BACKEND == "postgres":
         with postgres_connection() as admin:
-            for i in range(len(SHARDS)):
-                admin.execute(f"DROP DATABASE IF EXISTS uidf_parity_{i} WITH (FORCE)")
+            for name in PARITY_DATABASES:
+                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def _django_home(model: type[models.Model], pk: Any) -> str:

@@ -14,12 +14,12 @@ import pytest
 from sqlalchemy import create_engine, event, make_url, text
 from sqlalchemy.engine import Engine
 
-from tests.services import MYSQL_URL, POSTGRES_URL, unavailable
+from tests.services import MYSQL_URL, POSTGRES_URL, database_name, unavailable
 
 from .models import Base
 
 SHARDS = [f"shard_{i}" for i in range(4)]
-DATABASES = [f"uidf_sa_{i}" for i in range(4)]
+DATABASES = [database_name("uidf_sa", i) for i in range(4)]
 
 
 def postgres_url(database: str, driver: str = "psycopg") -> str:
