@@ -107,6 +107,7 @@ def test_four_prefork_workers_lease_their_own_ids(kind: str, prefix: str) -> Non
             return [Order(note="request").pk for _ in range(2000)]
 
         results = run_in_children(4, serve_requests)
+        assert all("ok" in r for r in results), [r for r in results if "ok" not in r]
         child_ids = [pk for r in results for pk in r["ok"]]  # type: ignore[union-attr]
         assert len(child_ids) == 8000, results
         workers = {layout.decompose(pk).worker for pk in child_ids}

@@ -1,9 +1,15 @@
 """A node id leased from Redis: one key per id, ``SET NX PX`` to claim, Lua to compare.
 
-Renew and release are the same operation, compare-and-expire: extend the key's expiry
-only while it still holds this process's token. Renewing sets it ``ttl`` ahead;
-releasing sets it ``margin`` ahead instead of deleting it, so a host whose clock lags
-ours cannot reuse the id for times we already issued.
+Renewing extends the key's expiry only while it still holds this process's token (or
+re-takes the id when the key is gone: see ``uid_fields.leases.state``); releasing sets
+it ``margin`` ahead instead of deleting it, so a host whose clock lags ours cannot
+reuse the id for times we already issued.
+
+The coordinator's state is as old as the Redis process (``uptime_in_seconds``, read in
+the claim script itself): a server restarted empty forgot every live key, so a claim in
+its first ``ttl + margin`` is quarantined. A failover to a replica that missed recent
+writes, ``FLUSHALL`` or key eviction also lose live keys but do not restart the server:
+use one primary with ``maxmemory-policy noeviction`` and never flush the lease keys.
 """
 
 from __future__ import annotations
@@ -12,21 +18,51 @@ from typing import Any
 
 from .. import _redis
 from ..errors import CoordinatorUnavailableError
-from .state import FALLBACKS, Lease
+from .state import FALLBACKS, QUARANTINED, Claimed, Lease
 
 __all__ = ["RedisLease"]
 
-# The lowest free id: SET NX PX on each key in turn, in one atomic call.
+# The lowest free id: SET NX PX on each key in turn, in one atomic call. A server up for
+# less than the quarantine may have forgotten live keys: the token is stored quarantined
+# and the script says how long to wait. Returns {id, wait_ms}; {-1, 0} when all are held.
 _CLAIM = """
+local info = redis.call('INFO', 'server')
+local uptime_ms = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) * 1000
+local wait = tonumber(ARGV[4]) - uptime_ms
+local token = ARGV[1]
+if wait > 0 then token = ARGV[5] .. token else wait = 0 end
 local maximum = tonumber(ARGV[3])
 for i = 0, maximum do
-  if redis.call('SET', KEYS[1] .. i, ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return i
+  if redis.call('SET', KEYS[1] .. i, token, 'NX', 'PX', ARGV[2]) then
+    return {i, wait}
   end
 end
-return -1
+return {-1, 0}
 """
-# Renew (expire in ttl) and release (expire in the margin): only the holder may.
+# Renew: extend while we hold it; an active holder also re-takes a key that vanished and
+# takes its id back from a quarantined claim. 1 when held afterwards, else 0.
+_RENEW = """
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+local q = ARGV[3]
+if string.sub(ARGV[1], 1, #q) == q then return 0 end
+if (not held) or string.sub(held, 1, #q) == q then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+# End a quarantine: the stored quarantined token becomes the plain one, if still ours.
+_ACTIVATE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+# Release (expire in the margin): only the holder may.
 _COMPARE_AND_EXPIRE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -46,21 +82,32 @@ class _RedisBackend:
     def _connect(self) -> None:
         client = _redis.redis_client(self.url, self.timeout)
         self._claim: Any = client.register_script(_CLAIM)
+        self._renew: Any = client.register_script(_RENEW)
+        self._activate: Any = client.register_script(_ACTIVATE)
         self._expire_if_held: Any = client.register_script(_COMPARE_AND_EXPIRE)
         self.client = client
 
     def key(self, name: str, value: int | str) -> str:
         return f"{self.prefix}{name}:{value}"
 
-    def claim(self, name: str, token: str, maximum: int, ttl_ms: int) -> int | None:
-        value = int(self._claim(keys=[self.key(name, "")], args=[token, ttl_ms, maximum]))
-        return None if value < 0 else value
+    def claim(
+        self, name: str, token: str, maximum: int, ttl_ms: int, quarantine_ms: int
+    ) -> Claimed | None:
+        args = [token, ttl_ms, maximum, quarantine_ms, QUARANTINED]
+        value, wait_ms = (int(x) for x in self._claim(keys=[self.key(name, "")], args=args))
+        if value < 0:
+            return None
+        return Claimed(value, QUARANTINED + token if wait_ms > 0 else token, wait_ms)
 
-    def renew(self, name: str, value: int, token: str, ttl_ms: int) -> bool:
-        return bool(self._expire_if_held(keys=[self.key(name, value)], args=[token, ttl_ms]))
+    def renew(self, name: str, value: int, stored: str, ttl_ms: int) -> bool:
+        args = [stored, ttl_ms, QUARANTINED]
+        return bool(self._renew(keys=[self.key(name, value)], args=args))
 
-    def release(self, name: str, value: int, token: str, hold_ms: int) -> None:
-        self._expire_if_held(keys=[self.key(name, value)], args=[token, hold_ms])
+    def activate(self, name: str, value: int, stored: str, token: str, ttl_ms: int) -> bool:
+        return bool(self._activate(keys=[self.key(name, value)], args=[stored, token, ttl_ms]))
+
+    def release(self, name: str, value: int, stored: str, hold_ms: int) -> None:
+        self._expire_if_held(keys=[self.key(name, value)], args=[stored, hold_ms])
 
     def after_fork(self) -> None:
         self._connect()

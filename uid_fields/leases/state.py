@@ -13,7 +13,19 @@ lease server over one ttl, and the clock skew between the hosts that may hold th
 next (their ids must be later than ours). Keep hosts NTP-synchronised well inside the
 margin.
 
-What differs per coordinator (Redis, a SQL database) is a ``LeaseBackend``: three
+A coordinator can lose its state while leases are live (Redis restarted empty, lease
+rows deleted or restored from a backup): then a live holder's id looks free. Two rules
+keep that from duplicating ids. A renewal that finds its key or row gone (or still its
+own but expired) re-takes the same id, so a live process keeps its id instead of taking
+a neighbour's. And a claim made while the coordinator's state is younger than
+``ttl + margin`` (the server restarted, or its lease records were wiped) is
+*quarantined*: the id is held and renewed, but not used, until every earlier holder's
+deadline has passed (each stopped at most ``ttl - margin`` after its last renewal, which
+came before the loss; the margin covers clock skew). Its stored token carries the
+prefix ``q:`` while it waits, and a live earlier holder that renews during the wait takes
+its id back; the quarantined claimant then claims another one.
+
+What differs per coordinator (Redis, a SQL database) is a ``LeaseBackend``: four
 atomic operations and what to do in a forked child. Forks are noticed lazily, by pid,
 at the next use: the renewer thread and the sockets of the parent do not exist in the
 child, so nothing can be done for them at fork time anyway.
@@ -29,11 +41,24 @@ import threading
 import time
 import uuid
 import weakref
-from typing import Protocol
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
+from .. import forks
 from ..errors import CoordinatorUnavailableError, LeaseLostError, WorkerIdsExhaustedError
 
-__all__ = ["FALLBACKS", "Lease", "LeaseBackend", "LeaseState", "check_ttl"]
+__all__ = [
+    "FALLBACKS",
+    "QUARANTINED",
+    "Claimed",
+    "Lease",
+    "LeaseBackend",
+    "LeaseState",
+    "check_ttl",
+]
+
+#: The prefix of a stored token whose claim is still quarantined (see the module doc).
+QUARANTINED = "q:"
 
 FALLBACKS = (
     "or give the field a fixed value per process instead: an int (worker=3), an "
@@ -43,18 +68,43 @@ FALLBACKS = (
 )
 
 
+class Claimed(NamedTuple):
+    """What a backend's claim took."""
+
+    value: int
+    #: The token as stored: ``QUARANTINED + token`` while ``wait_ms`` runs.
+    stored: str
+    #: How long (by the coordinator's clock, from the claim) before the id may be used:
+    #: 0 unless the coordinator's state is younger than the quarantine.
+    wait_ms: int
+
+
 class LeaseBackend(Protocol):
     where: str
 
-    def claim(self, name: str, token: str, maximum: int, ttl_ms: int) -> int | None:
-        """Take the lowest free id in 0..maximum for ``token``; None when all are held."""
+    def claim(
+        self, name: str, token: str, maximum: int, ttl_ms: int, quarantine_ms: int
+    ) -> Claimed | None:
+        """Take the lowest free id in 0..maximum for ``token``; None when all are held.
+
+        When the coordinator's state (its run, or its lease records) is younger than
+        ``quarantine_ms``, store ``QUARANTINED + token`` and say how long to wait.
+        """
         ...
 
-    def renew(self, name: str, value: int, token: str, ttl_ms: int) -> bool:
-        """Extend the lease if ``token`` still holds it (compare-and-renew)."""
+    def renew(self, name: str, value: int, stored: str, ttl_ms: int) -> bool:
+        """Extend the lease if ``stored`` still holds it (compare-and-renew).
+
+        An active (not quarantined) holder also re-takes its id when the key or row is
+        gone, or still its own but expired, and takes it back from a quarantined claim.
+        """
         ...
 
-    def release(self, name: str, value: int, token: str, hold_ms: int) -> None:
+    def activate(self, name: str, value: int, stored: str, token: str, ttl_ms: int) -> bool:
+        """End a quarantine: replace ``stored`` by ``token`` if it still holds the id."""
+        ...
+
+    def release(self, name: str, value: int, stored: str, hold_ms: int) -> None:
         """Give the id back, but only ``hold_ms`` from now: a clock-skew margin."""
         ...
 
@@ -63,6 +113,23 @@ class LeaseBackend(Protocol):
         ...
 
     def unavailable(self, exc: BaseException) -> CoordinatorUnavailableError: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """The id a lease holds, replaced as a whole (readers never see half an update)."""
+
+    value: int
+    token: str
+    stored: str
+    #: Fencing deadline on ``time.monotonic()``.
+    deadline: float
+    #: ``time.monotonic()`` from which the id may be used: 0.0 once active.
+    usable_at: float = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.usable_at == 0.0
 
 
 class LeaseState:
@@ -78,11 +145,13 @@ class LeaseState:
         # A released id stays taken this long, so a host whose clock is behind ours by
         # less than the margin cannot re-issue the times we just used.
         self.hold_ms = max(1, round(margin * 1000))
+        # A claim on a coordinator whose state is younger than this waits it out: every
+        # earlier holder stopped by ttl - margin after its last renewal, plus the skew.
+        self.quarantine_ms = max(1, round((ttl + margin) * 1000))
         self.interval = ttl / 3
         self.pid = os.getpid()
         self.io_lock = threading.Lock()
-        # (value, token, deadline on time.monotonic()), replaced as a whole
-        self.held: tuple[int, str, float] | None = None
+        self.held: Held | None = None
         self.field: str | None = None
         self.maximum: int | None = None
         self.stop = threading.Event()
@@ -90,8 +159,21 @@ class LeaseState:
         self.closed = False
         self.claims = 0
         self.losses = 0
+        self.quarantines = 0
         self.lost_reason = ""
         self.last_error: BaseException | None = None
+        self.fork_holds_lock = False
+        forks.quiet_across_fork(self)
+
+    # -- fork ------------------------------------------------------------------------------
+    def _before_fork(self) -> None:
+        # Wait for a renewal in flight (bounded: a hung coordinator must not stop forks).
+        self.fork_holds_lock = self.io_lock.acquire(timeout=10)
+
+    def _after_fork(self) -> None:
+        if self.fork_holds_lock:
+            self.fork_holds_lock = False
+            self.io_lock.release()
 
     # -- process identity --------------------------------------------------------------
     def check_pid(self) -> bool:
@@ -109,6 +191,12 @@ class LeaseState:
 
     # -- what generators call ------------------------------------------------------------
     def acquire(self, field: str, maximum: int) -> int:
+        """The id held, claiming one first if needed; waits out a quarantine.
+
+        Only a first claim (a generator being built) waits here, at most ``ttl + margin``
+        and only right after the coordinator lost its state; later re-claims happen in
+        the renewal thread while the generator is fenced.
+        """
         self.check_pid()
         if self.closed:
             raise ValueError(f"lease {self.name!r} was released; make a new one")
@@ -119,19 +207,33 @@ class LeaseState:
             )
         self.field, self.maximum = field, maximum
         try:
-            held = self.held
-            if held is None or time.monotonic() >= held[2]:
+            while True:
+                held = self.held
+                if held is not None and held.active and time.monotonic() < held.deadline:
+                    return held.value
                 with self.io_lock:
                     held = self.held
-                    if held is None or time.monotonic() >= held[2]:
+                    if held is None or time.monotonic() >= held.deadline:
                         if held is not None:
                             self.drop_locked("it was not renewed before its deadline")
                         held = self.claim_locked(field, maximum)
+                    # The renewer keeps a quarantined claim alive while this waits.
+                    self.start_thread()
+                if not held.active:
+                    time.sleep(max(0.0, held.usable_at - time.monotonic()))
+                    with self.io_lock:
+                        unanswered = (
+                            self.held is held
+                            and not self.activate_locked(held)
+                            and self.held is held  # not dropped: the coordinator failed
+                        )
+                    if unanswered:
+                        error = self.last_error or TimeoutError("no answer")
+                        raise self.backend.unavailable(error) from error
         finally:
             # Even when this claim failed (a forked child, Redis down): the renewer
             # keeps trying, so the lease recovers once the coordinator is back.
             self.start_thread()
-        return held[0]
 
     def current(self, field: str) -> int:
         if self.check_pid() and self.field is not None and self.maximum is not None:
@@ -146,13 +248,21 @@ class LeaseState:
         held = self.held
         if held is None:
             raise LeaseLostError(self.lost_message(field))
-        if time.monotonic() >= held[2]:
+        now = time.monotonic()
+        if now >= held.deadline:
             self.lost_reason = (
                 f"it was not renewed for {self.ttl - self.margin:g} s (ttl {self.ttl:g} s "
                 f"minus a {self.margin:g} s safety margin)"
             )
             raise LeaseLostError(self.lost_message(field))
-        return held[0]
+        if not held.active:
+            self.lost_reason = (
+                f"{field} {held.value} was claimed after the coordinator lost its state and "
+                f"is held unused for another {max(0.0, held.usable_at - now):.2f} s, until "
+                "every earlier holder's deadline has passed"
+            )
+            raise LeaseLostError(self.lost_message(field))
+        return held.value
 
     def lost_message(self, field: str) -> str:
         error = f"; last error: {self.last_error}" if self.last_error is not None else ""
@@ -163,16 +273,16 @@ class LeaseState:
         )
 
     # -- claiming and renewing (io_lock held) ----------------------------------------------
-    def claim_locked(self, field: str, maximum: int) -> tuple[int, str, float]:
+    def claim_locked(self, field: str, maximum: int) -> Held:
         token = f"{uuid.uuid4().hex} {socket.gethostname()} pid={os.getpid()}"
         started = time.monotonic()
         try:
-            value = self.backend.claim(self.name, token, maximum, self.ttl_ms)
+            claimed = self.backend.claim(self.name, token, maximum, self.ttl_ms, self.quarantine_ms)
         except Exception as exc:
             if isinstance(exc, CoordinatorUnavailableError):
                 raise
             raise self.backend.unavailable(exc) from exc
-        if value is None:
+        if claimed is None:
             raise WorkerIdsExhaustedError(
                 f"all {maximum + 1} {field} ids (0..{maximum}) of lease {self.name!r} on "
                 f"{self.backend.where} are held by live processes. Stop some, wait up to "
@@ -180,12 +290,36 @@ class LeaseState:
                 f"more {field} bits",
                 count=maximum + 1,
             )
-        held = (value, token, started + self.ttl - self.margin)
+        usable_at = 0.0
+        if claimed.wait_ms > 0:
+            # Counted from the reply, which came after the coordinator's clock reading.
+            usable_at = time.monotonic() + claimed.wait_ms / 1000
+            self.quarantines += 1
+        held = Held(
+            claimed.value, token, claimed.stored, started + self.ttl - self.margin, usable_at
+        )
         self.held = held
         self.claims += 1
         self.last_error = None
         self.lost_reason = ""
         return held
+
+    def activate_locked(self, held: Held) -> bool:
+        """End ``held``'s quarantine, or drop it if an earlier holder took it back."""
+        started = time.monotonic()
+        try:
+            ok = self.backend.activate(self.name, held.value, held.stored, held.token, self.ttl_ms)
+        except Exception as exc:
+            self.last_error = exc  # try again at the next tick
+            return False
+        if not ok:
+            self.drop_locked(
+                "an earlier holder took it back while this claim waited", release=False
+            )
+            return False
+        self.held = Held(held.value, held.token, held.token, started + self.ttl - self.margin)
+        self.last_error = None
+        return True
 
     def drop_locked(self, reason: str, *, release: bool = True) -> None:
         held, self.held = self.held, None
@@ -193,7 +327,7 @@ class LeaseState:
         self.lost_reason = reason
         if held is not None and release:
             try:
-                self.backend.release(self.name, held[0], held[1], self.hold_ms)
+                self.backend.release(self.name, held.value, held.stored, self.hold_ms)
             except Exception as exc:  # the id expires on its own
                 self.last_error = exc
 
@@ -204,18 +338,31 @@ class LeaseState:
         with self.io_lock:
             held = self.held
             if held is not None:
-                value, token, deadline = held
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if now >= held.deadline:
                     self.drop_locked("it was not renewed before its deadline")
+                elif not held.active and now >= held.usable_at:
+                    if self.activate_locked(held):
+                        return True
+                    if self.held is not None:
+                        return False  # the activation failed on I/O: retry soon
                 else:
                     started = time.monotonic()
                     try:
-                        renewed = self.backend.renew(self.name, value, token, self.ttl_ms)
+                        renewed = self.backend.renew(
+                            self.name, held.value, held.stored, self.ttl_ms
+                        )
                     except Exception as exc:
                         self.last_error = exc  # still valid until the deadline
                         return False
                     if renewed:
-                        self.held = (value, token, started + self.ttl - self.margin)
+                        self.held = Held(
+                            held.value,
+                            held.token,
+                            held.stored,
+                            started + self.ttl - self.margin,
+                            held.usable_at,
+                        )
                         self.last_error = None
                         return True
                     self.drop_locked(
@@ -234,7 +381,14 @@ class LeaseState:
     def run(self) -> None:
         healthy = True
         stop = self.stop
-        while not stop.wait(self.interval if healthy else self.interval / 2):
+        while True:
+            pause = self.interval if healthy else self.interval / 2
+            held = self.held
+            if held is not None and not held.active:
+                # Wake when the quarantine ends, to activate the id without delay.
+                pause = min(pause, max(0.0, held.usable_at - time.monotonic()) + 0.001)
+            if stop.wait(pause):
+                return
             healthy = self.tick()
 
     def start_thread(self) -> None:
@@ -254,7 +408,7 @@ class LeaseState:
             if held is not None:
                 # at exit or in GC a failure is fine: the id expires on its own
                 with contextlib.suppress(Exception):
-                    self.backend.release(self.name, held[0], held[1], self.hold_ms)
+                    self.backend.release(self.name, held.value, held.stored, self.hold_ms)
 
 
 def check_ttl(name: object, ttl: object, margin: object = None) -> tuple[float, float]:
@@ -316,13 +470,13 @@ class Lease:
     def value(self) -> int | None:
         """The id held now, or None."""
         held = self._state.held
-        return None if held is None else held[0]
+        return None if held is None else held.value
 
     @property
     def seconds_left(self) -> float | None:
         """Seconds until the fencing deadline, or None when no id is held."""
         held = self._state.held
-        return None if held is None else held[2] - time.monotonic()
+        return None if held is None else held.deadline - time.monotonic()
 
     @property
     def claims(self) -> int:
@@ -333,6 +487,11 @@ class Lease:
     def losses(self) -> int:
         """How many times the id was lost (not renewed in time, or taken)."""
         return self._state.losses
+
+    @property
+    def quarantines(self) -> int:
+        """How many claims had to wait because the coordinator had just lost its state."""
+        return self._state.quarantines
 
     @property
     def last_error(self) -> BaseException | None:

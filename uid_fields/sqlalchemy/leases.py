@@ -13,7 +13,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..leases import DatabaseLease
-from ..leases.database import COLUMNS, TABLE, UNIQUE, Column, dialect_of, identifier
+from ..leases.database import (
+    COLUMNS,
+    TABLE,
+    UNIQUE,
+    Column,
+    dialect_of,
+    identifier,
+    marker_row,
+)
 
 __all__ = ["database_lease", "lease_factory", "lease_table"]
 
@@ -31,13 +39,24 @@ def _sa_column(column: Column) -> sa.Column[Any]:
 
 
 def lease_table(metadata: sa.MetaData, table: str = TABLE) -> sa.Table:
-    """The lease table as a ``Table`` in ``metadata`` (for ``create_all`` or Alembic)."""
-    return sa.Table(
+    """The lease table as a ``Table`` in ``metadata`` (for ``create_all`` or Alembic).
+
+    ``create_all`` also writes the state marker row dated 0: a table just made can hold
+    no live lease, so the first claims need no quarantine. (An Alembic migration that
+    creates the table should insert ``marker_row()`` the same way.)
+    """
+    made = sa.Table(
         identifier(table),
         metadata,
         *(_sa_column(column) for column in COLUMNS),
         sa.UniqueConstraint(*UNIQUE, name=f"{table}_{'_'.join(UNIQUE)}"),
     )
+    sa.event.listen(made, "after_create", _insert_marker)
+    return made
+
+
+def _insert_marker(target: sa.Table, connection: sa.Connection, **kw: Any) -> None:
+    connection.execute(target.insert().values(**marker_row()))
 
 
 def database_lease(
