@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
+from array import array
 from typing import Any
 
-from uid_fields import TWITTER, DatabaseLease, RedisLease, RedisSequence, SnowflakeGenerator
+from uid_fields import (
+    TWITTER,
+    CoordinatorUnavailableError,
+    DatabaseLease,
+    LeaseLostError,
+    RedisLease,
+    RedisSequence,
+    SnowflakeGenerator,
+)
 from uid_fields.config import build_generator
 
 
@@ -116,3 +126,57 @@ def run_together(target: Any, args: tuple[Any, ...], processes: int) -> list[dic
 
 
 BARRIER, QUEUE = object(), object()
+
+
+def lease_loss_worker(
+    kind: str,
+    target: str,
+    name: str,
+    table: str,
+    start_at: float,
+    stop_at: float,
+    out: str,
+    cap: int,
+) -> dict[str, Any]:
+    """One process of the lease-loss runs: start at ``start_at`` (wall clock), make ids in
+    batches until ``stop_at`` or ``cap`` ids, count every error the application would see,
+    and write the ids to ``out`` (int64, native order)."""
+    time.sleep(max(0.0, start_at - time.time()))
+    unavailable = lost = 0
+    while True:  # an application retrying its start while the coordinator is down
+        try:
+            if kind == "redis":
+                lease: Any = RedisLease(target, name, ttl=LOSS_TTL, margin=LOSS_MARGIN)
+            else:
+                lease = DatabaseLease(target, name, ttl=LOSS_TTL, margin=LOSS_MARGIN, table=table)
+            gen = SnowflakeGenerator(TWITTER, datacenter=2, worker=lease)
+            break
+        except CoordinatorUnavailableError:
+            unavailable += 1
+            time.sleep(0.1)
+    ids = array("q")
+    began = time.monotonic()
+    while time.time() < stop_at and len(ids) < cap:
+        if len(ids) > LOSS_RATE * (time.monotonic() - began):
+            time.sleep(0.001)  # paced: ids keep coming until the end, across the fault
+            continue
+        try:
+            ids.extend(gen.next_ids(1000))
+        except LeaseLostError:
+            lost += 1
+            time.sleep(0.01)
+    with open(out, "wb") as file:
+        ids.tofile(file)
+    result = {
+        "count": len(ids),
+        "lost": lost,
+        "unavailable": unavailable,
+        "claims": lease.claims,
+        "quarantines": lease.quarantines,
+    }
+    lease.release()
+    return result
+
+
+LOSS_TTL, LOSS_MARGIN = 3.0, 0.6
+LOSS_RATE = 180_000  # ids per second and process
