@@ -96,7 +96,8 @@ TOP_LEVEL: dict[str, type] = {
 _INT_KEYS = frozenset({"kind", "layout", "epoch", "unsigned", "fields", "max_backward_ms"})
 GENERATOR_KEYS: dict[str, frozenset[str]] = {
     "snowflake": _INT_KEYS | {"sequence"},
-    "sharded": _INT_KEYS | {"shard_field", "key_hash", "sequence", "single_process"},
+    "sharded": _INT_KEYS
+    | {"shard_field", "key_hash", "sequence", "single_process", "max_ahead_ms"},
     "decimal": _INT_KEYS,
     "locality": frozenset({"kind", "fields", "sequential", "pid", "mac"}),
     "uniqid": frozenset({"kind", "fields", "total_shards", "max_backward_ms"}),
@@ -256,6 +257,12 @@ def generator_problems(
             _at(path, "max_backward_ms"),
             E_TYPE,
             lambda: check.non_negative_number("max_backward_ms", entry["max_backward_ms"]),
+        )
+    if "max_ahead_ms" in entry and entry["max_ahead_ms"] is not None:
+        report.call(
+            _at(path, "max_ahead_ms"),
+            E_TYPE,
+            lambda: check.integer("max_ahead_ms", entry["max_ahead_ms"], 1, 10**12),
         )
     layout = None
     if kind in _DEFAULT_LAYOUT:

@@ -148,8 +148,7 @@ def test_deleted_lease_rows_give_no_live_id_away(db: Database) -> None:
     assert all(issuer.fenced == 0 for issuer in issuers)
     assert unique(*issuers, newcomer)
     held = db.execute(
-        f"SELECT node, token FROM {db.table} WHERE name = %s AND token IS NOT NULL "
-        "ORDER BY node",
+        f"SELECT node, token FROM {db.table} WHERE name = %s AND token IS NOT NULL ORDER BY node",
         ("wiped",),
     )
     assert [node for node, _ in held] == sorted([0, 1, late.value])

@@ -62,3 +62,97 @@ def test_a_call_past_the_layouts_end_leaves_the_state_untouched(
             admin.execute("SELECT next_id()")  # type: ignore[attr-defined]
     after = admin.execute("SELECT last_value FROM next_id_state").fetchone()[0]  # type: ignore[attr-defined]
     assert after == before  # nothing stored that a later call would trip over
+
+
+# -- bad clocks: a wild reading ahead, and a state that got ahead ------------------------
+
+DAY_MS = 86_400_000
+
+
+def _install(admin: object, name: str, **options: object) -> NextIdFunction:
+    function = NextIdFunction(INSTAGRAM, shard=3, name="next_id", **options)  # type: ignore[arg-type]
+    admin.execute(f"SET search_path = {name}")  # type: ignore[attr-defined]
+    for statement in function.create_statements():
+        admin.execute(statement)  # type: ignore[attr-defined]
+    return function
+
+
+def _shift_clock(admin: object, ms: int) -> None:
+    """Replace the function's clock by one ``ms`` ahead of the real one."""
+    admin.execute(  # type: ignore[attr-defined]
+        "CREATE OR REPLACE FUNCTION next_id_clock() RETURNS bigint LANGUAGE sql AS "
+        f"$$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint + {ms} $$"
+    )
+
+
+def _age_ms(value: int) -> float:
+    import time
+
+    return time.time() * 1000 - INSTAGRAM.decompose(value).timestamp_ms
+
+
+def test_a_reading_a_day_ahead_is_refused_and_later_ids_stay_on_time(
+    schema: tuple[object, str],
+) -> None:
+    import psycopg
+
+    admin, name = schema
+    _install(admin, name)
+    first = admin.execute("SELECT next_id()").fetchone()[0]  # type: ignore[attr-defined]
+    _shift_clock(admin, DAY_MS)
+    with pytest.raises(psycopg.errors.DatetimeFieldOverflow, match="max_ahead_ms"):
+        admin.execute("SELECT next_id()")  # type: ignore[attr-defined]
+    _shift_clock(admin, 0)  # the clock is right again
+    later = admin.execute("SELECT next_id()").fetchone()[0]  # type: ignore[attr-defined]
+    assert later > first and abs(_age_ms(later)) < 60_000  # not stamped a day ahead
+
+
+def test_an_idle_database_takes_the_time_that_passed(schema: tuple[object, str]) -> None:
+    admin, name = schema
+    _install(admin, name)
+    # The last id was issued two days ago (the shard was idle since).
+    admin.execute("SELECT next_id()")  # type: ignore[attr-defined]
+    last = admin.execute("SELECT last_value FROM next_id_state").fetchone()[0]  # type: ignore[attr-defined]
+    two_days_units = 2 * DAY_MS // INSTAGRAM.time_unit_ms
+    admin.execute(  # type: ignore[attr-defined]
+        f"SELECT setval('next_id_state', {last - (two_days_units << INSTAGRAM.sequence_bits)})"
+    )
+    made = admin.execute("SELECT next_id()").fetchone()[0]  # type: ignore[attr-defined]
+    assert abs(_age_ms(made)) < 60_000
+
+
+def test_the_bound_is_configurable_and_can_be_off(schema: tuple[object, str]) -> None:
+    admin, name = schema
+    _install(admin, name, max_ahead_ms=None)
+    admin.execute("SELECT next_id()")  # type: ignore[attr-defined]
+    _shift_clock(admin, DAY_MS)
+    made = admin.execute("SELECT next_id()").fetchone()[0]  # type: ignore[attr-defined]
+    assert _age_ms(made) < -DAY_MS + 60_000  # accepted: stamped a day ahead
+    with pytest.raises(ValueError, match="max_ahead_ms"):
+        NextIdFunction(INSTAGRAM, shard=3, max_ahead_ms=0)
+
+
+def test_a_state_that_ran_ahead_is_reset_only_when_no_stored_id_is_later(
+    schema: tuple[object, str],
+) -> None:
+    admin, name = schema
+    function = _install(admin, name, max_ahead_ms=None)
+    admin.execute("CREATE TABLE photos (id bigint PRIMARY KEY DEFAULT next_id())")  # type: ignore[attr-defined]
+    admin.execute("INSERT INTO photos DEFAULT VALUES")  # type: ignore[attr-defined]
+    _shift_clock(admin, DAY_MS)  # a clock a day ahead for a while: ids issued, not stored
+    admin.execute("SELECT next_id() FROM generate_series(1, 10)")  # type: ignore[attr-defined]
+    _shift_clock(admin, 0)
+    cursor = admin.cursor()  # type: ignore[attr-defined]
+    state = function.check_state(cursor, ["photos"])
+    assert DAY_MS - 60_000 < state.ahead_ms <= DAY_MS + 1000 and state.resettable
+    after = function.reset_state(cursor, ["photos"])
+    assert after.ahead_ms == 0
+    made = admin.execute("INSERT INTO photos DEFAULT VALUES RETURNING id").fetchone()[0]  # type: ignore[attr-defined]
+    assert abs(_age_ms(made)) < 60_000
+    # A stored id from the future: resetting could issue it again, so it is refused.
+    _shift_clock(admin, DAY_MS)
+    admin.execute("INSERT INTO photos DEFAULT VALUES")  # type: ignore[attr-defined]
+    _shift_clock(admin, 0)
+    assert not function.check_state(cursor, ["photos"]).resettable
+    with pytest.raises(ValueError, match="could issue them again"):
+        function.reset_state(cursor, ["photos"])

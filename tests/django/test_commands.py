@@ -90,3 +90,28 @@ def test_migrate_all_shows_progress() -> None:
         "all databases migrated" in out
         and f"{len(settings.SHARDS) + 1}/{len(settings.SHARDS) + 1}" in out
     )
+
+
+@pytest.mark.skipif(
+    not settings.DATABASE_IDS, reason="the functions live on PostgreSQL shards (Django 5.0+)"
+)
+def test_check_db_finds_a_state_ahead_of_the_clock_and_resets_it_when_safe() -> None:
+    from django.db import connections
+
+    from uid_fields.django import get_generator
+
+    layout = get_generator("photos").layout
+    half_a_day = 43_200_000
+    with connections["shard_1"].cursor() as cursor:
+        # What a clock half a day ahead for a while left behind: the state (ids were
+        # issued, not stored) runs half a day ahead of real time.
+        cursor.execute(
+            "SELECT setval('uid_next_id_state', "
+            f"((uid_next_id_clock() + {half_a_day} - {layout.epoch_ms}) "
+            f"/ {layout.time_unit_ms}) << {layout.sequence_bits})"
+        )
+    with pytest.raises(CommandError, match=r"shard_1: state 43\d{3}(\.\d+)? s ahead"):
+        run("check-db")
+    fixed = run("check-db", "--fix")
+    assert "shard_1          uid_next_id() state reset to now" in fixed
+    assert run("check-db").count(" ok") == len(settings.SHARDS)

@@ -140,3 +140,34 @@ def test_a_flush_fetches_database_ids_in_one_statement_per_shard(
     with sharded_session(pg_shards) as session:
         for post_id in ids[::97]:
             assert session.get(Post, post_id) is not None  # routed back by the id
+
+
+def test_a_state_ahead_of_the_clock_is_found_and_reset_when_safe(
+    pg_shards: dict[str, Engine],
+) -> None:
+    engine = pg_shards["shard_1"]
+    layout = PHOTO_LAYOUT
+    with engine.begin() as connection:
+        connection.execute(insert(Post.__table__).values(author_id=512))
+        assert database_ids.check_state(connection, ["posts"]).ahead_ms < 1000
+        # What a clock an hour ahead for a while left behind: the state runs ahead.
+        connection.execute(
+            text(
+                "SELECT setval('uid_sa_next_id_state', "
+                f"((uid_sa_next_id_clock() + 3600000 - {layout.epoch_ms}) "
+                f"/ {layout.time_unit_ms}) << {layout.sequence_bits})"
+            )
+        )
+        state = database_ids.check_state(connection, ["posts"])
+        assert 3_590_000 < state.ahead_ms <= 3_600_000 and state.resettable
+        assert database_ids.reset_state(connection, ["posts"]).ahead_ms == 0
+        made = connection.execute(
+            insert(Post.__table__).values(author_id=512).returning(Post.__table__.c.id)
+        ).scalar_one()
+    assert abs(layout.decompose(made).datetime.timestamp() * 1000 - _now_ms()) < 60_000
+
+
+def _now_ms() -> float:
+    import time
+
+    return time.time() * 1000

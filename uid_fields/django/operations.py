@@ -18,6 +18,7 @@ from ..generators import ShardedIdGenerator
 from ..layouts import DecimalLayout, SnowflakeLayout
 from ..placement import stamped_logical_shard
 from ..sql import DecimalIdFunction, NextIdFunction
+from ..sql.postgres import DEFAULT_MAX_AHEAD_MS
 from .conf import conf, get_generator, get_shard_map
 
 __all__ = ["InstallDecimalId", "InstallNextId", "decimal_id_function", "next_id_function"]
@@ -30,7 +31,14 @@ def next_id_function(generator: str, shards: str, alias: str, function: str) -> 
         raise ValueError(f"generator {generator!r} is not a sharded generator")
     shard_map = get_shard_map(shards, generator)
     low = stamped_logical_shard(shard_map, alias)
-    return NextIdFunction(gen.layout, shard=low, name=function, shard_field=gen.shard_field)
+    max_ahead = conf.GENERATORS[generator].get("max_ahead_ms", DEFAULT_MAX_AHEAD_MS)
+    return NextIdFunction(
+        gen.layout,
+        shard=low,
+        name=function,
+        shard_field=gen.shard_field,
+        max_ahead_ms=max_ahead,
+    )
 
 
 class _InstallFunction(Operation):

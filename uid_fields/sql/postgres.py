@@ -12,18 +12,34 @@ transactional. ``CREATE SEQUENCE IF NOT EXISTS`` keeps that state when the migra
 runs again.
 
 The same layout object decodes what the function makes.
+
+Bad clocks. A reading past the layout's end raises before any state is written. A
+reading more than ``max_ahead_ms`` ahead of both the last issued id and the start of the
+calling statement (``statement_timestamp()``) is refused with SQLSTATE 22008
+(``datetime_field_overflow``): one wild reading would otherwise stamp every later id
+that far ahead until real time caught up. The statement's start is the second opinion
+that tells a wild reading from a database that was merely idle (after a quiet day the
+last id is a day old, but the statement began a moment ago). The clock is read through
+``<name>_clock()`` (Unix ms), a one-line SQL function a test may replace. If a state
+did get ahead (a clock that was wrong for longer), ``reset_state`` brings it back to
+now when no stored id is stamped later than now.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .. import validate as check
 from ..layouts import SnowflakeLayout
 
-__all__ = ["NextIdFunction"]
+__all__ = ["DEFAULT_MAX_AHEAD_MS", "NextIdFunction", "StateCheck"]
+
+#: How far ahead of the last issued id and of the statement's start a clock reading may
+#: be before ``next_id`` refuses it: one hour.
+DEFAULT_MAX_AHEAD_MS = 3_600_000
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 # First key of the two-int advisory lock form, so the lock never meets an application's
@@ -54,9 +70,13 @@ class NextIdFunction:
     name: str = "uid_next_id"
     shard_field: str = "shard"
     node: Mapping[str, int] | None = None
+    #: Refuse clock readings this far ahead (see the module doc); None: never refuse.
+    max_ahead_ms: int | None = DEFAULT_MAX_AHEAD_MS
 
     def __post_init__(self) -> None:
         sql_identifier(self.name, "function name")
+        if self.max_ahead_ms is not None:
+            check.integer("max_ahead_ms", self.max_ahead_ms, 1, 10**12)
         if self.shard_field not in self.layout.field_names:
             raise ValueError(f"layout has no {self.shard_field!r} field for the shard")
         if self.layout.time_unit_ms < 1 or self.layout.low_fields:
@@ -67,6 +87,11 @@ class NextIdFunction:
     @property
     def sequence(self) -> str:
         return f"{self.name}_state"
+
+    @property
+    def clock(self) -> str:
+        """The function that reads the clock (Unix ms)."""
+        return f"{self.name}_clock"
 
     @property
     def call(self) -> str:
@@ -81,8 +106,22 @@ class NextIdFunction:
         shard_shift = layout.field_shift(self.shard_field)
         shard_max = (1 << layout.field_bits(self.shard_field)) - 1
         seq_bits = layout.sequence_bits
+        ahead = ""
+        if self.max_ahead_ms is not None:
+            units = -(-self.max_ahead_ms // layout.time_unit_ms)
+            ahead = f"""
+        IF now_unit - (last_issued >> {seq_bits}) > {units}
+           AND now_ms - (extract(epoch FROM statement_timestamp()) * 1000)::bigint
+               > {self.max_ahead_ms} THEN
+            -- one wild reading must not stamp every later id ahead of real time
+            RAISE EXCEPTION 'uid_fields: clock reading % is more than {self.max_ahead_ms} ms '
+                'ahead of the last issued id and of the statement''s start; refused '
+                '(max_ahead_ms)', to_timestamp(now_ms / 1000.0)
+                USING ERRCODE = 'datetime_field_overflow';
+        END IF;"""
         body = f"""
 DECLARE
+    now_ms bigint;
     now_unit bigint;
     last_issued bigint;
     issued bigint;
@@ -91,12 +130,12 @@ BEGIN
         RAISE EXCEPTION 'shard % is out of range 0..{shard_max}', shard
             USING ERRCODE = 'numeric_value_out_of_range';
     END IF;
-    now_unit := (floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint
-                 - {layout.epoch_ms}) / {layout.time_unit_ms};
+    now_ms := {self.clock}();
+    now_unit := (now_ms - {layout.epoch_ms}) / {layout.time_unit_ms};
     PERFORM pg_advisory_lock({_LOCK_CLASS}, '{self.sequence}'::regclass::oid::integer);
     BEGIN
         SELECT last_value INTO last_issued FROM {self.sequence};
-        issued := GREATEST(last_issued + 1, now_unit << {seq_bits});
+        issued := GREATEST(last_issued + 1, now_unit << {seq_bits});{ahead}
         IF (issued >> {seq_bits}) > {layout.max_unit} THEN
             -- checked before the state is written: setval is not transactional, and a
             -- stored unit past the end would refuse every later call
@@ -117,6 +156,8 @@ END
 """
         return [
             f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} AS bigint MINVALUE 0 START 0",
+            f"CREATE OR REPLACE FUNCTION {self.clock}() RETURNS bigint LANGUAGE sql VOLATILE "
+            f"AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
             # SET search_path FROM CURRENT pins the schema the function was installed
             # in: its sequence and its sibling are found whatever the caller's
             # search_path (one schema per logical shard, as Instagram ran it).
@@ -132,5 +173,76 @@ END
         return [
             f"DROP FUNCTION IF EXISTS {self.name}()",
             f"DROP FUNCTION IF EXISTS {self.name}(integer)",
+            f"DROP FUNCTION IF EXISTS {self.clock}()",
             f"DROP SEQUENCE IF EXISTS {self.sequence}",
         ]
+
+    # -- the state: checked and reset over a DB-API cursor ---------------------------------
+    def check_state(self, cursor: Any, tables: Iterable[str] = ()) -> StateCheck:
+        """How far the state is ahead of the database's clock, and whether it can be reset.
+
+        ``tables`` are the tables (plain or schema-qualified identifiers) whose id column
+        ``id`` this function fills on this database.
+        """
+        layout = self.layout
+        cursor.execute(f"SELECT last_value FROM {self.sequence}")
+        last_issued = int(cursor.fetchone()[0])
+        cursor.execute("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+        now_unit = (int(cursor.fetchone()[0]) - layout.epoch_ms) // layout.time_unit_ms
+        stored = 0
+        for table in tables:
+            for part in table.split("."):
+                sql_identifier(part, "table")
+            cursor.execute(f"SELECT max(id) FROM {table}")
+            value = cursor.fetchone()[0]
+            if value is not None:
+                stored = max(stored, int(value) >> layout.time_shift)
+        return StateCheck(
+            ahead_ms=max(0, (last_issued >> layout.sequence_bits) - now_unit) * layout.time_unit_ms,
+            stored_ahead_ms=max(0, stored - now_unit) * layout.time_unit_ms,
+            now_unit=now_unit,
+            sequence_bits=layout.sequence_bits,
+        )
+
+    def reset_state(self, cursor: Any, tables: Iterable[str] = ()) -> StateCheck:
+        """Bring a state that ran ahead of the clock back to now, if that is safe.
+
+        Safe when no id stored in ``tables`` is stamped later than now: ids issued from
+        now on cannot meet one already handed out. Otherwise ``ValueError`` says until
+        when to wait. The sequence is set under the function's own advisory lock.
+        """
+        state = self.check_state(cursor, tables)
+        if not state.ahead_ms:
+            return state
+        if state.stored_ahead_ms:
+            raise ValueError(
+                f"{self.name}(): stored ids are stamped up to {state.stored_ahead_ms} ms "
+                "ahead of the clock; resetting the state to now could issue them again. "
+                "Wait until real time has passed them"
+            )
+        lock = f"{_LOCK_CLASS}, '{self.sequence}'::regclass::oid::integer"
+        cursor.execute(f"SELECT pg_advisory_lock({lock})")
+        try:
+            cursor.execute(
+                f"SELECT setval('{self.sequence}', %s, true)",
+                ((state.now_unit << state.sequence_bits) - 1,),
+            )
+        finally:
+            cursor.execute(f"SELECT pg_advisory_unlock({lock})")
+        return self.check_state(cursor, tables)
+
+
+@dataclass(frozen=True)
+class StateCheck:
+    """What ``NextIdFunction.check_state`` found."""
+
+    #: How far the last issued id is stamped ahead of the database's clock (0: not ahead).
+    ahead_ms: int
+    #: How far the latest stored id is stamped ahead of the clock.
+    stored_ahead_ms: int
+    now_unit: int
+    sequence_bits: int
+
+    @property
+    def resettable(self) -> bool:
+        return self.ahead_ms > 0 and self.stored_ahead_ms == 0

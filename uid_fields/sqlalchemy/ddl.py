@@ -10,7 +10,7 @@ Django migration operation installs, so both sides make identical ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import MetaData, Table, event, text
@@ -21,6 +21,7 @@ from ..layouts import DecimalLayout, SnowflakeLayout
 from ..placement import stamped_logical_shard
 from ..shards import ShardMap
 from ..sql import DecimalIdFunction, NextIdFunction
+from ..sql.postgres import DEFAULT_MAX_AHEAD_MS, StateCheck
 
 __all__ = ["DatabaseIds", "DecimalIds"]
 
@@ -31,17 +32,49 @@ class DatabaseIds:
     """The ``next_id`` function of one layout, installed per database with its shard."""
 
     def __init__(
-        self, layout: SnowflakeLayout, *, name: str = "uid_next_id", shard_field: str = "shard"
+        self,
+        layout: SnowflakeLayout,
+        *,
+        name: str = "uid_next_id",
+        shard_field: str = "shard",
+        max_ahead_ms: int | None = DEFAULT_MAX_AHEAD_MS,
     ) -> None:
         self.layout = layout
         self.name = name
         self.shard_field = shard_field
-        self.function(0)  # validate the layout, name and field now
+        self.max_ahead_ms = max_ahead_ms
+        self.function(0)  # validate the layout, name, field and bound now
 
     def function(self, shard: int) -> NextIdFunction:
         return NextIdFunction(
-            self.layout, shard=shard, name=self.name, shard_field=self.shard_field
+            self.layout,
+            shard=shard,
+            name=self.name,
+            shard_field=self.shard_field,
+            max_ahead_ms=self.max_ahead_ms,
         )
+
+    def check_state(self, connection: Connection, tables: Iterable[str] = ()) -> StateCheck:
+        """How far this database's state is ahead of its clock (``check-db`` in Django).
+
+        ``tables``: the tables whose ``id`` the function fills here.
+        """
+        _require_postgres(connection)
+        cursor = connection.connection.cursor()
+        try:
+            return self.function(0).check_state(cursor, tables)
+        finally:
+            cursor.close()
+
+    def reset_state(self, connection: Connection, tables: Iterable[str] = ()) -> StateCheck:
+        """Bring a state that ran ahead of the clock back to now when no stored id in
+        ``tables`` is later than now (``check-db --fix``); ``ValueError`` otherwise."""
+        _require_postgres(connection)
+        cursor = connection.connection.cursor()
+        try:
+            return self.function(0).reset_state(cursor, tables)
+        finally:
+            cursor.close()
 
     def batch_query(self) -> TextClause:
         """``count`` ids in one round trip (``:count`` bound), in the order they were made."""

@@ -145,12 +145,15 @@ class Command(BaseCommand):
 
     def do_check_db(self, database: str | None = None, fix: bool = False, **options: Any) -> None:
         problems, checked = [], 0
-        seen: set[tuple[str, str, str]] = set()
+        tables: dict[tuple[str, str, str], list[str]] = {}
         for field in self._database_defaults():
             key = (field.generator_name, str(field.shards_name), field.db_function)
-            if key in seen:
+            tables.setdefault(key, []).append(field.model._meta.db_table)
+        for field in self._database_defaults():
+            key = (field.generator_name, str(field.shards_name), field.db_function)
+            if key not in tables:
                 continue
-            seen.add(key)
+            used_by = tables.pop(key)
             assert field.shard_map is not None
             for alias in field.shard_map.databases:
                 if database and alias != database:
@@ -161,13 +164,37 @@ class Command(BaseCommand):
                     self._install(alias, *key)
                     status = self._check_alias(alias, *key)
                     status = "fixed" if status == "ok" else status
+                if status in ("ok", "fixed"):
+                    status = self._check_state(alias, key, used_by, fix) or status
                 self.stdout.write(f"{alias:<16} {field.db_function}() {status}")
-                if status not in ("ok", "fixed"):
+                if status not in ("ok", "fixed", "state reset to now"):
                     problems.append(f"{alias}: {status}")
         if not checked:
             self.stdout.write("no database-generated ids are configured")
         if problems:
             raise CommandError("; ".join(problems))
+
+    def _check_state(
+        self, alias: str, key: tuple[str, str, str], tables: list[str], fix: bool
+    ) -> str | None:
+        """None when the function's state is on time; else what is wrong (or was reset)."""
+        function = next_id_function(key[0], key[1], alias, key[2])
+        with connections[alias].cursor() as cursor:
+            state = function.check_state(cursor, tables)
+            if state.ahead_ms <= STATE_TOLERANCE_MS:
+                return None
+            ahead = f"state {state.ahead_ms / 1000:g} s ahead of the clock"
+            if not fix:
+                return (
+                    f"{ahead}; run check-db --fix"
+                    if state.resettable
+                    else (f"{ahead}, and stored ids too: wait for real time to pass them")
+                )
+            try:
+                function.reset_state(cursor, tables)
+            except ValueError as exc:
+                return f"{ahead}; not reset: {exc}"
+        return "state reset to now"
 
     def _install(self, alias: str, generator: str, shards: str, function: str) -> None:
         statements = next_id_function(generator, shards, alias, function).create_statements()
@@ -185,7 +212,7 @@ class Command(BaseCommand):
             if cursor.fetchone()[0] is None:
                 return f"missing sequence {expected.sequence}"
             bodies = {}
-            for signature in (f"{function}(integer)", f"{function}()"):
+            for signature in (f"{function}(integer)", f"{function}()", f"{expected.clock}()"):
                 cursor.execute(
                     "SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure(%s)", [signature]
                 )
@@ -193,7 +220,8 @@ class Command(BaseCommand):
                 if row is None:
                     return f"missing function {signature}; run check-db --fix"
                 bodies[signature] = row[0]
-        wanted = expected.create_statements()[1].split("$uid_fields$")[1]
+        main = next(sql for sql in expected.create_statements() if "$uid_fields$" in sql)
+        wanted = main.split("$uid_fields$")[1]
         if _squash(bodies[f"{function}(integer)"]) != _squash(wanted):
             return "stale function body (epoch, layout or shard changed?); run check-db --fix"
         if f"{function}({expected.shard})" not in bodies[f"{function}()"]:
@@ -250,6 +278,11 @@ class Command(BaseCommand):
         self.stdout.write(_progress(len(aliases), len(aliases), "all databases migrated"))
         if conf.STRICT_ROUTING is False:
             self.stdout.write("note: STRICT_ROUTING is off; unrouted queries read 'default'")
+
+
+#: A state ahead of the clock by less than this is a burst carried into the next
+#: milliseconds, not a clock fault.
+STATE_TOLERANCE_MS = 1000
 
 
 def _squash(text: str) -> str:
