@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from tests import services
+from tests.core.lease_databases import Database
 from tests.redis_servers import free_port
 from uid_fields import (
     TWITTER,
@@ -25,67 +23,6 @@ from uid_fields import (
 from uid_fields.sqlalchemy import database_lease, lease_table
 
 SMALL = SnowflakeLayout(epoch_ms=TWITTER.epoch_ms, fields=(("worker", 2),), sequence_bits=12)
-
-
-@dataclass
-class Database:
-    url: str
-    table: str
-    execute: Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
-
-    def lease(self, name: str = "orders", ttl: float = 5, **options: Any) -> DatabaseLease:
-        return DatabaseLease(self.url, name, ttl, table=self.table, **options)
-
-
-def _sqlite(tmp_path: Path) -> Iterator[Database]:
-    import sqlite3
-
-    path = tmp_path / "leases.sqlite3"
-
-    def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with sqlite3.connect(path) as conn:
-            return list(conn.execute(sql.replace("%s", "?"), params).fetchall())
-
-    yield Database(f"sqlite:///{path}", "uid_fields_worker_lease", execute)
-
-
-def _postgres(tmp_path: Path) -> Iterator[Database]:
-    conn = services.postgres_connection()
-    table = f"uidf_lease_{uuid.uuid4().hex[:12]}"
-
-    def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        cursor = conn.execute(sql, params)  # type: ignore[arg-type]
-        return list(cursor.fetchall()) if cursor.description else []
-
-    yield Database(services.POSTGRES_URL, table, execute)
-    conn.execute(f"DROP TABLE IF EXISTS {table}")
-    conn.close()
-
-
-def _mysql(tmp_path: Path) -> Iterator[Database]:
-    conn = services.mysql_connection()
-    conn.autocommit(True)
-    conn.select_db("test")
-    table = f"uidf_lease_{uuid.uuid4().hex[:12]}"
-
-    def execute(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        with conn.cursor() as cursor:
-            cursor.execute(sql, params)
-            return list(cursor.fetchall())
-
-    yield Database(services.MYSQL_URL, table, execute)
-    execute(f"DROP TABLE IF EXISTS {table}", ())
-    conn.close()
-
-
-@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    make = {"sqlite": _sqlite, "postgresql": _postgres, "mariadb": _mysql}[request.param]
-    database = make(tmp_path)
-    value = next(database)
-    value.lease("setup").create_table()
-    yield value
-    next(database, None)
 
 
 def rows(db: Database, name: str) -> dict[int, tuple[str | None, int]]:

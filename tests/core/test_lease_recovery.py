@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests import services
-from tests.core.test_database_lease import Database, _mysql, _postgres, _sqlite
+from tests.core.lease_databases import Database
 from tests.redis_servers import key_prefix, redis_server
 from uid_fields import TWITTER, LeaseLostError, RedisLease, SnowflakeGenerator
 from uid_fields.leases.state import Lease
@@ -109,16 +109,6 @@ def test_a_redis_restarted_empty_gives_no_live_id_away(tmp_path: Path) -> None:
         assert unique(*issuers, newcomer)
         for lease in (a, b, late):
             lease.release()
-
-
-@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    make = {"sqlite": _sqlite, "postgresql": _postgres, "mariadb": _mysql}[request.param]
-    database = make(tmp_path)
-    value = next(database)
-    value.lease("setup").create_table()
-    yield value
-    next(database, None)
 
 
 def test_a_new_table_needs_no_quarantine(db: Database) -> None:

@@ -59,20 +59,20 @@ class DatabaseIds:
 
         ``tables``: the tables whose ``id`` the function fills here.
         """
-        _require_postgres(connection)
-        cursor = connection.connection.cursor()
-        try:
-            return self.function(0).check_state(cursor, tables)
-        finally:
-            cursor.close()
+        return self._on_cursor(connection, lambda f, cursor: f.check_state(cursor, tables))
 
     def reset_state(self, connection: Connection, tables: Iterable[str] = ()) -> StateCheck:
         """Bring a state that ran ahead of the clock back to now when no stored id in
         ``tables`` is later than now (``check-db --fix``); ``ValueError`` otherwise."""
+        return self._on_cursor(connection, lambda f, cursor: f.reset_state(cursor, tables))
+
+    def _on_cursor(
+        self, connection: Connection, work: Callable[[NextIdFunction, Any], StateCheck]
+    ) -> StateCheck:
         _require_postgres(connection)
         cursor = connection.connection.cursor()
         try:
-            return self.function(0).reset_state(cursor, tables)
+            return work(self.function(0), cursor)
         finally:
             cursor.close()
 
