@@ -28,7 +28,8 @@ its id back; the quarantined claimant then claims another one.
 What differs per coordinator (Redis, a SQL database) is a ``LeaseBackend``: four
 atomic operations and what to do in a forked child. Forks are noticed lazily, by pid,
 at the next use: the renewer thread and the sockets of the parent do not exist in the
-child, so nothing can be done for them at fork time anyway.
+child. The only thing done at fork time is to hold the lease's I/O lock across it, so no
+renewal is half done (a socket mid-reply, an open SQLite transaction) in the copy.
 """
 
 from __future__ import annotations
