@@ -39,6 +39,7 @@ from .leases import RedisLease
 from .leases.state import check_ttl
 from .locality import LocalityUUIDGenerator, mac_bits
 from .placement import natural_route, route_for
+from .sequences import MODES as SEQUENCE_MODES
 from .sequences import RedisSequence
 from .shards import Route, ShardMap
 from .timeutil import format_ms, parse_instant
@@ -113,7 +114,7 @@ _LAYOUT_KEYS: dict[type[IntLayout], frozenset[str]] = {
         | {"unsigned", "name"}
     ),
 }
-SEQUENCE_KEYS = frozenset({"redis", "prefix", "key_ttl_ms"})
+SEQUENCE_KEYS = frozenset({"redis", "prefix", "key_ttl_ms", "mode"})
 LEASE_KEYS = {
     "redis": frozenset({"lease", "url", "name", "ttl", "margin", "prefix"}),
     "database": frozenset({"lease", "database", "name", "ttl", "margin"}),
@@ -339,6 +340,12 @@ def _sequence_problems(report: _Report, path: str, spec: object) -> None:
         )
     if "prefix" in entry and not isinstance(entry["prefix"], str):
         report.add(_at(path, "prefix"), "prefix must be a string", E_TYPE)
+    if "mode" in entry and entry["mode"] not in SEQUENCE_MODES:
+        report.add(
+            _at(path, "mode"),
+            f"mode must be one of {', '.join(SEQUENCE_MODES)}, got {entry['mode']!r}",
+            E_TYPE,
+        )
 
 
 def _layout_problems(
@@ -642,7 +649,8 @@ def build_generator(
         spec = config["sequence"]
         options["sequence"] = RedisSequence(
             spec["redis"],
-            prefix=spec.get("prefix", "uid_fields:seq:"),
+            mode=spec.get("mode", "uid_fields"),
+            prefix=spec.get("prefix"),
             key_ttl_ms=spec.get("key_ttl_ms", 10_000),
         )
     if kind == "locality":

@@ -25,11 +25,12 @@ class UidFieldsError(Exception):
 class ClockMovedBackwardsError(UidFieldsError, RuntimeError):
     """The clock went back further than the generator's policy tolerates; no id was issued."""
 
-    def __init__(self, behind_ms: float, tolerance_ms: float) -> None:
+    def __init__(self, behind_ms: float, tolerance_ms: float, message: str | None = None) -> None:
         self.behind_ms = behind_ms
         self.tolerance_ms = tolerance_ms
         super().__init__(
-            f"clock moved backwards by {behind_ms:.3f} ms, more than the "
+            message
+            or f"clock moved backwards by {behind_ms:.3f} ms, more than the "
             f"{tolerance_ms:g} ms this generator waits out (max_backward_ms); refusing to "
             "issue ids until the clock passes the last issued time"
         )

@@ -277,7 +277,10 @@ class SnowflakeGenerator(_BlockGenerator):
         if self._sequence is None:
             return range(start, start + (layout.max_sequence + 1) * step, step)
         limit = layout.max_sequence + 1
-        seq = self._sequence.reserve(self._space, unit, self._want, limit)
+        last_ms = layout.epoch_ms + (unit + 1) * layout.time_unit_ms - 1
+        seq = self._sequence.reserve(
+            self._space, unit, self._want, limit, base=start, last_ms=last_ms
+        )
         if not seq or seq.stop >= limit:
             self._full_unit = unit  # no round trip to learn it again
         return range(start + seq.start * step, start + seq.stop * step, step)

@@ -7,20 +7,34 @@ processes can share one node id. One Lua call does ``INCRBY`` + ``PEXPIRE``; a c
 that reaches ``2**sequence_bits`` makes the generator wait for the next time unit. (The
 PHP original compared with ``>`` instead of ``>=`` and let sequence 4096 bleed into the
 worker bits.) ``next_ids(n)`` reserves its ``n`` ids with one ``INCRBY n``.
+
+``RedisSequence(url, mode="php")`` joins a running fleet of the PHP+Redis generators:
+the same Redis keys (the id without its sequence, in decimal) and the same counters
+(the first sequence of a millisecond is 1), so a Python process and PHP processes with
+the same server and worker values share each millisecond's counter instead of both
+starting it. What it does not copy from the original: sequence 4096 is never used, the
+counter's expiry is never shortened, and a counter that may have expired (its
+millisecond is already over by the Redis server's clock) is never started again.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from . import _redis
+from .errors import ClockMovedBackwardsError
 
 if TYPE_CHECKING:
     import redis
 
-__all__ = ["RedisSequence", "SequenceSource"]
+__all__ = ["RedisSequence", "SequenceMode", "SequenceSource"]
+
+#: ``"uid_fields"``: this library's keys (``uid_fields:seq:<node>:<unit>``, first
+#: sequence 0); ``"php"``: the PHP+Redis original's keys and counters.
+SequenceMode = Literal["uid_fields", "php"]
+MODES: tuple[SequenceMode, ...] = ("uid_fields", "php")
 
 
 @runtime_checkable
@@ -31,11 +45,15 @@ class SequenceSource(Protocol):
     #: forked child may keep its parent's node id.
     shared: bool
 
-    def reserve(self, space: str, unit: int, count: int, limit: int) -> range:
+    def reserve(
+        self, space: str, unit: int, count: int, limit: int, *, base: int = 0, last_ms: int = 0
+    ) -> range:
         """Up to ``count`` unused sequence numbers of ``unit``, all below ``limit``.
 
-        ``space`` names the node (layout and node bits). An empty range means that the
-        unit's sequence is used up: wait for the next unit.
+        ``space`` names the node (layout and node bits); ``base`` is the unit's first id
+        (its sequence 0) and ``last_ms`` the unit's last Unix millisecond, for sources
+        that key or guard by them. An empty range means that the unit's sequence is used
+        up: wait for the next unit.
         """
         ...
 
@@ -49,6 +67,25 @@ return value
 """
 
 
+# The PHP original's call is INCR + PEXPIRE 1 on the key "<id without sequence>". This
+# one adds: count ids at once; an expiry never shortened below ARGV[2]; and a key that is
+# missing while its unit (last ms ARGV[3]) is already over by the server's clock is not
+# started again, since a PHP process may have used and let expire it. It answers the
+# refusal as -(ms the unit is over by).
+_RESERVE_PHP = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local now = redis.call('TIME')
+  local late = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) - tonumber(ARGV[3])
+  if late > 0 then return -late end
+end
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return value
+"""
+
+
 class RedisSequence:
     """Sequence numbers from Redis, shared by every process with the same node id.
 
@@ -58,6 +95,12 @@ class RedisSequence:
     among the processes that share the node: a process whose clock lags by more than
     that would find the counter gone and start again at 0. Keep the clocks within it
     (NTP does, by orders of magnitude) or raise it.
+
+    ``mode="php"`` shares the counters of a PHP+Redis fleet (module docstring): keys are
+    ``prefix`` (empty by default) plus the decimal id without its sequence, sequences
+    start at 1. This process's clock must agree with the Redis server's: a unit that is
+    more than ``max_lag_ms`` over by the server's clock when its counter does not exist
+    yet raises ``ClockMovedBackwardsError`` instead of waiting.
     """
 
     shared = True
@@ -66,21 +109,34 @@ class RedisSequence:
         self,
         url: str,
         *,
-        prefix: str = "uid_fields:seq:",
+        mode: SequenceMode = "uid_fields",
+        prefix: str | None = None,
         key_ttl_ms: int = 10_000,
         timeout: float = 5.0,
+        max_lag_ms: int = 1000,
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if prefix is not None and not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a string, got {prefix!r}")
         if key_ttl_ms < 1:
             raise ValueError(f"key_ttl_ms must be >= 1, got {key_ttl_ms}")
+        if max_lag_ms < 1:
+            raise ValueError(f"max_lag_ms must be >= 1, got {max_lag_ms}")
         self.url = url
+        self.mode: SequenceMode = mode
+        if prefix is None:
+            prefix = "" if mode == "php" else "uid_fields:seq:"
         self.prefix = prefix
         self.key_ttl_ms = int(key_ttl_ms)
+        self.max_lag_ms = int(max_lag_ms)
         self.timeout = timeout
         self.round_trips = 0
         self._pid = os.getpid()
         self._lock = threading.Lock()
         self._client = _redis.redis_client(url, timeout)
-        self._script: Any = self._client.register_script(_RESERVE)
+        self._source = _RESERVE_PHP if mode == "php" else _RESERVE
+        self._script: Any = self._client.register_script(self._source)
         try:
             self._client.ping()
         except _redis.connection_errors() as exc:
@@ -98,23 +154,42 @@ class RedisSequence:
             with self._lock:
                 if os.getpid() != self._pid:
                     self._client = _redis.redis_client(self.url, self.timeout)
-                    self._script = self._client.register_script(_RESERVE)
+                    self._script = self._client.register_script(self._source)
                     self._pid = os.getpid()
         return self._client
 
-    def key(self, space: str, unit: int) -> str:
+    def key(self, space: str, unit: int, base: int = 0) -> str:
+        """The Redis key of a unit's counter (``base``: the unit's id with sequence 0)."""
+        if self.mode == "php":
+            return f"{self.prefix}{base}"
         return f"{self.prefix}{space}:{unit}"
 
-    def reserve(self, space: str, unit: int, count: int, limit: int) -> range:
+    def reserve(
+        self, space: str, unit: int, count: int, limit: int, *, base: int = 0, last_ms: int = 0
+    ) -> range:
         count = max(1, count)
         self._client_for_pid()
+        key = self.key(space, unit, base)
         try:
-            after = int(self._script(keys=[self.key(space, unit)], args=[count, self.key_ttl_ms]))
+            after = int(self._script(keys=[key], args=[count, self.key_ttl_ms, last_ms]))
         except _redis.connection_errors() as exc:
             raise _redis.unavailable(
                 self.url, exc, "the shared sequence", self._fallback()
             ) from exc
         self.round_trips += 1
+        if self.mode == "php":
+            if after < 0:  # the unit is over by the server's clock and its counter is gone
+                if -after > self.max_lag_ms:
+                    raise ClockMovedBackwardsError(
+                        -after,
+                        self.max_lag_ms,
+                        f"this process's clock is {-after} ms behind the Redis server at "
+                        f"{_redis.redact(self.url)}, more than max_lag_ms={self.max_lag_ms}: "
+                        "mode='php' needs the clocks of the fleet and of Redis to agree "
+                        "(run NTP on both)",
+                    )
+                return range(0)
+            after += 1  # PHP's first sequence is 1: counter value v is sequence v
         first = after - count  # sequence numbers first .. after-1 are ours
         # ``>=``: sequence ``limit`` (4096 for 12 bits) would carry into the node bits.
         if first >= limit:
@@ -122,4 +197,5 @@ class RedisSequence:
         return range(first, min(after, limit))
 
     def __repr__(self) -> str:
-        return f"RedisSequence({_redis.redact(self.url)!r})"
+        mode = ", mode='php'" if self.mode == "php" else ""
+        return f"RedisSequence({_redis.redact(self.url)!r}{mode})"

@@ -361,6 +361,7 @@ def test_a_node_field_per_process_makes_a_sharded_layout_safe() -> None:
         ({"redis": 5}, "GENERATORS.orders.sequence.redis"),
         ({"url": "redis://x"}, "GENERATORS.orders.sequence.url"),
         ({"redis": "redis://x", "key_ttl_ms": 0}, "GENERATORS.orders.sequence.key_ttl_ms"),
+        ({"redis": "redis://x", "mode": "perl"}, "GENERATORS.orders.sequence.mode"),
         ([1], "GENERATORS.orders.sequence"),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -18,6 +19,7 @@ from uid_fields import (
     LayoutExhaustedError,
     SnowflakeLayout,
 )
+from uid_fields.config import build_generator
 from uid_fields.timeutil import ms_from_datetime
 
 
@@ -72,6 +74,26 @@ class TestVectors:
         )
         assert value == (1000 << 22) | (31 << 17) | 4095
         assert PHP_REDIS.decompose(value).server == 31
+
+    def test_php_redis_epoch_is_midnight_in_the_posts_time_zone(self) -> None:
+        # The PHP original takes strtotime("2019-05-05 00:00:00") in PHP's time zone:
+        # Asia/Shanghai in the post, UTC under php-cli's default.
+        shanghai = datetime(2019, 5, 5, tzinfo=ZoneInfo("Asia/Shanghai"))
+        assert PHP_REDIS.epoch_ms == ms_from_datetime(shanghai)
+        utc_epoch = ms_from_datetime(datetime(2019, 5, 5, tzinfo=UTC))
+        at = ms_from_datetime(datetime(2026, 1, 1, tzinfo=UTC))
+        made_under_utc = ((at - utc_epoch) << 22) | (1 << 17) | (2 << 12) | 1
+        assert PHP_REDIS.decompose(made_under_utc).timestamp_ms == at - 8 * 3600 * 1000
+        gen = build_generator(
+            "php",
+            {
+                "kind": "snowflake",
+                "layout": "php_redis",
+                "epoch": "2019-05-05T00:00:00Z",
+                "fields": {"server": 1, "worker": 2},
+            },
+        )
+        assert gen.layout.decompose(made_under_utc).timestamp_ms == at
 
 
 class TestLifetime:

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests import services
 from tests.core.test_fork import run_in_children
+from tests.php_fleet import POST_LUA, php_base
 from tests.redis_servers import free_port, key_prefix
 from uid_fields import (
+    PHP_REDIS,
     TWITTER,
+    ClockMovedBackwardsError,
     CoordinatorUnavailableError,
     ManualClock,
     RedisSequence,
     SnowflakeGenerator,
 )
+from uid_fields.config import build_generator
 
 URL = services.REDIS_URL
 
@@ -103,3 +108,106 @@ def test_unreachable_redis_is_a_clear_error() -> None:
     url = f"redis://127.0.0.1:{free_port()}/0"
     with pytest.raises(CoordinatorUnavailableError, match=url):
         RedisSequence(url)
+
+
+# -- mode="php": the PHP+Redis fleet's keys and counters --------------------------------
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def test_php_mode_uses_the_originals_key_and_first_sequence(prefix: str) -> None:
+    seq = RedisSequence(URL, mode="php", prefix=prefix)
+    gen = SnowflakeGenerator(PHP_REDIS, server=3, worker=4, sequence=seq)
+    value = gen.next_id()
+    parts = PHP_REDIS.decompose(value)
+    assert (parts.server, parts.worker, parts.sequence) == (3, 4, 1)  # PHP's first is 1
+    base = php_base(parts.timestamp_ms, 3, 4)
+    assert value == base | 1
+    assert counters(prefix) == {f"{prefix}{base}": 1}  # the key is the id without sequence
+
+
+def test_php_mode_continues_the_counter_php_processes_started(prefix: str) -> None:
+    client = services.redis_client()
+    post = client.register_script(POST_LUA)
+    seq = RedisSequence(URL, mode="php", prefix=prefix)
+    base = php_base(now_ms(), 1, 2)
+    key = f"{prefix}{base}"
+    php_ids = [base | int(post(keys=[key])) for _ in range(5)]  # sequences 1..5
+    client.pexpire(key, 60_000)  # the post's 1 ms expiry would race this test
+    ours = seq.reserve("unused", 0, 3, 4096, base=base, last_ms=now_ms() + 60_000)
+    assert list(ours) == [6, 7, 8]
+    assert int(post(keys=[key])) == 9  # and PHP goes on after ours
+    assert len({*php_ids, *(base | s for s in ours)}) == 8
+
+
+def test_php_mode_never_uses_4096_and_never_shortens_the_expiry(prefix: str) -> None:
+    client = services.redis_client()
+    seq = RedisSequence(URL, mode="php", prefix=prefix)
+    far = now_ms() + 60_000
+    client.set(f"{prefix}100", 4093, px=30_000)
+    assert seq.reserve("unused", 0, 5, 4096, base=100, last_ms=far) == range(4094, 4096)
+    assert seq.reserve("unused", 0, 1, 4096, base=100, last_ms=far) == range(0)
+    assert client.pttl(f"{prefix}100") > 20_000  # not cut to key_ttl_ms, nor to 1 ms
+    client.set(f"{prefix}200", 7, px=1)
+    client.pexpire(f"{prefix}200", 60_000)
+    seq.reserve("unused", 0, 1, 4096, base=200, last_ms=far)
+    client.set(f"{prefix}300", 7)
+    client.pexpire(f"{prefix}300", 1_000)
+    seq.reserve("unused", 0, 1, 4096, base=300, last_ms=far)
+    assert 9_000 < client.pttl(f"{prefix}300") <= seq.key_ttl_ms  # raised to key_ttl_ms
+
+
+def test_php_mode_never_restarts_a_counter_that_may_have_expired(prefix: str) -> None:
+    """A millisecond already over by Redis's clock, with no counter: PHP may have used it.
+
+    The original's counter lives 1 ms, so a PHP process may have issued sequences 1..n
+    of that millisecond and let the key expire; starting it again at 1 would repeat them.
+    """
+    client = services.redis_client()
+    seq = RedisSequence(URL, mode="php", prefix=prefix)
+    past = now_ms() - 50
+    assert seq.reserve("unused", 0, 1, 4096, base=400, last_ms=past) == range(0)
+    assert client.exists(f"{prefix}400") == 0  # nothing started
+    client.set(f"{prefix}500", 3, px=60_000)  # a live counter may go on, late or not
+    assert seq.reserve("unused", 0, 1, 4096, base=500, last_ms=past) == range(4, 5)
+    with pytest.raises(ClockMovedBackwardsError, match="behind the Redis server"):
+        seq.reserve("unused", 0, 1, 4096, base=600, last_ms=now_ms() - 5_000)
+
+
+def test_php_mode_generators_wait_out_a_lost_millisecond(prefix: str) -> None:
+    clock = ManualClock(now_ms() - 20)  # 20 ms behind Redis: each unit is already over
+    seq = RedisSequence(URL, mode="php", prefix=prefix)
+    gen = SnowflakeGenerator(PHP_REDIS, server=1, worker=1, sequence=seq, clock=clock)
+    value = gen.next_id()  # the manual clock jumps on each wait, past Redis's
+    assert PHP_REDIS.decompose(value).sequence == 1
+    assert len(clock.waits) >= 10  # one refused unit after another until it caught up
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"mode": "python"}, "mode must be one of uid_fields, php"),
+        ({"max_lag_ms": 0}, "max_lag_ms must be >= 1"),
+        ({"prefix": 5}, "prefix must be a string"),
+    ],
+)
+def test_php_mode_bad_options(options: dict[str, object], message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        RedisSequence(URL, **options)  # type: ignore[arg-type]
+
+
+def test_php_mode_from_settings(prefix: str) -> None:
+    gen = build_generator(
+        "fleet",
+        {
+            "kind": "snowflake",
+            "layout": "php_redis",
+            "fields": {"server": 3, "worker": 7},
+            "sequence": {"redis": URL, "mode": "php", "prefix": prefix},
+        },
+    )
+    value = gen.next_id()
+    assert PHP_REDIS.decompose(value).sequence == 1
+    assert counters(prefix) == {f"{prefix}{value - 1}": 1}

@@ -8,7 +8,11 @@ import time
 from array import array
 from typing import Any
 
+import redis
+
+from tests.php_fleet import FIXED_LUA, POST_LUA, php_next_id
 from uid_fields import (
+    PHP_REDIS,
     TWITTER,
     CoordinatorUnavailableError,
     DatabaseLease,
@@ -180,3 +184,27 @@ def lease_loss_worker(
 
 LOSS_TTL, LOSS_MARGIN = 3.0, 0.6
 LOSS_RATE = 180_000  # ids per second and process
+
+
+def php_fleet_worker(
+    role: str, url: str, mode: str, server: int, worker: int, start_at: float, count: int
+) -> bytes:
+    """One member of a PHP+Redis fleet; its ids as packed int64.
+
+    ``role``: ``"php"`` (the post's Lua script), ``"php-fixed"`` (the same with a 10 s
+    expiry) or ``"python"`` (``RedisSequence(url, mode=mode)``).
+    """
+    if role.startswith("php"):
+        client = redis.Redis.from_url(url)
+        script = client.register_script(POST_LUA if role == "php" else FIXED_LUA)
+        time.sleep(max(0.0, start_at - time.time()))
+        ids = array("q", (php_next_id(script, server, worker) for _ in range(count)))
+        return ids.tobytes()
+    sequence = RedisSequence(url, mode=mode)  # type: ignore[arg-type]
+    gen = SnowflakeGenerator(PHP_REDIS, server=server, worker=worker, sequence=sequence)
+    time.sleep(max(0.0, start_at - time.time()))
+    ids = array("q")
+    while len(ids) < count:  # one id per request, and now and then a bulk insert
+        ids.extend(gen.next_id() for _ in range(20))
+        ids.extend(gen.next_ids(min(20, count - len(ids))))
+    return ids[:count].tobytes()
