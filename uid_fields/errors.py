@@ -11,6 +11,7 @@ __all__ = [
     "LeaseLostError",
     "ShardKeyError",
     "ShardRoutingError",
+    "TwoPhaseCommitError",
     "UidFieldsError",
     "UnroutableQueryError",
     "WorkerIdsExhaustedError",
@@ -50,6 +51,10 @@ class LeaseLostError(UidFieldsError, RuntimeError):
     No id was issued. The lease keeps trying to claim a fresh id in the background; the
     generator resumes on its own once one is held.
     """
+
+
+class TwoPhaseCommitError(UidFieldsError, RuntimeError):
+    """A two-phase commit across shards did not commit; nothing of it was committed."""
 
 
 class WorkerIdsExhaustedError(UidFieldsError, RuntimeError):

@@ -5,6 +5,7 @@ from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqI
 from .lookups import IdTime
 from .query import ShardedManager, ShardedQuerySet, sharded_atomic
 from .routing import ShardRouter, UnroutableQueryError, allow_off_shard_writes
+from .twophase import resolve_prepared
 
 SnowflakeField.register_lookup(IdTime)
 ShardedBigIntField.register_lookup(IdTime)
@@ -20,5 +21,6 @@ __all__ = [
     "UnroutableQueryError",
     "allow_off_shard_writes",
     "get_generator",
+    "resolve_prepared",
     "sharded_atomic",
 ]

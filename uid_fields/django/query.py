@@ -27,6 +27,7 @@ from django.db.models.query import (
 from ..errors import ShardKeyError, UnroutableQueryError
 from .fields import UidField, _is_db_default
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
+from .twophase import two_phase_atomic
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
@@ -479,8 +480,15 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             for alias, group in groups.items()
         )
 
-    def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
-        """Give every object its id, then insert one batch per shard."""
+    def bulk_create(
+        self, objs: Iterable[Any], *args: Any, two_phase: bool = False, **kwargs: Any
+    ) -> list[Any]:
+        """Give every object its id, then insert one batch per shard.
+
+        The batches commit together when every shard succeeded; ``two_phase=True``
+        (PostgreSQL) commits them with two-phase commit, so a crash between two shards'
+        commits cannot leave some committed and the rest not.
+        """
         objs = list(objs)
         field = self._sharded_field
         _fill_ids(objs)
@@ -492,7 +500,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         # Every shard's inserts inside its own transaction, all open until every shard
         # succeeded: one failure rolls them all back (the commits still run one after
         # another; see sharded_atomic).
-        with sharded_atomic(*groups):
+        with sharded_atomic(*groups, two_phase=two_phase):
             for alias, group in groups.items():
                 if field is not None and field.database_default:
                     _fetch_database_ids(field, alias, group)
@@ -501,14 +509,22 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
 
 @contextmanager
-def sharded_atomic(*aliases: str, savepoint: bool = True) -> Iterator[None]:
+def sharded_atomic(
+    *aliases: str, savepoint: bool = True, two_phase: bool = False
+) -> Iterator[None]:
     """``transaction.atomic`` on several databases at once, for a block that writes to
     several shards: an exception anywhere rolls every one of them back.
 
     The commits run one after another when the block ends, so a crash (or a failed
-    COMMIT) between two of them leaves the first committed and the rest not; that window
-    is what two-phase commit closes.
+    COMMIT) between two of them leaves the first committed and the rest not.
+    ``two_phase=True`` (PostgreSQL, outermost blocks only) closes that window with
+    two-phase commit; ``manage.py uid_fields resolve-prepared`` finishes what a killed
+    process left prepared.
     """
+    if two_phase:
+        with two_phase_atomic(*aliases):
+            yield
+        return
     with ExitStack() as stack:
         for alias in dict.fromkeys(aliases):
             stack.enter_context(transaction.atomic(using=alias, savepoint=savepoint))

@@ -1,4 +1,5 @@
-"""``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all, fixtures, audit."""
+"""``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all, fixtures, audit,
+resolve-prepared."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from ...fields import UidField
 from ...fixtures import dump, load
 from ...operations import next_id_function
 from ...routing import sharded_pk
+from ...twophase import resolve_prepared
 
 
 def _progress(done: int, total: int, label: str, width: int = 30) -> str:
@@ -68,6 +70,21 @@ class Command(BaseCommand):
         )
         audit_parser.add_argument("labels", nargs="*", help="app_label or app_label.Model")
         audit_parser.add_argument("--samples", type=int, default=5)
+        resolve = sub.add_parser(
+            "resolve-prepared",
+            help="finish two-phase transactions a killed process left prepared (PostgreSQL)",
+        )
+        resolve.add_argument(
+            "--database",
+            action="append",
+            help="a database to look in (repeatable; default: every PostgreSQL database)",
+        )
+        resolve.add_argument(
+            "--older-than",
+            type=float,
+            default=60.0,
+            help="roll back undecided transactions prepared at least this many seconds ago",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         action = options["action"].replace("-", "_")
@@ -265,6 +282,18 @@ class Command(BaseCommand):
         self.stdout.write(f"{total} misplaced rows" if total else "every row is on its shard")
         if total:
             raise CommandError(f"{total} rows are stored off their shard")
+
+    # -- resolve-prepared ----------------------------------------------------------------
+    def do_resolve_prepared(
+        self, database: list[str] | None, older_than: float, **options: Any
+    ) -> None:
+        result = resolve_prepared(database, older_than_s=older_than)
+        for line in result.lines():
+            self.stdout.write(line)
+        self.stdout.write(
+            f"{len(result.committed)} branches committed, {len(result.rolled_back)} rolled "
+            f"back, {len(result.waiting) + len(result.unreachable)} left"
+        )
 
     # -- migrate-all ---------------------------------------------------------------------
     def do_migrate_all(self, **options: Any) -> None:
