@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 
 from uid_fields.sqlalchemy import ShardKeyError, bulk_insert, sharded_session
 
@@ -61,3 +62,18 @@ def test_bulk_insert_refuses_rows_it_cannot_route(sqlite_shards: dict[str, Engin
         with pytest.raises(ShardKeyError):
             bulk_insert(session, Photo, [{"owner_id": "seven"}])
         assert log.count() == 0
+
+
+def test_bulk_insert_on_engines_commits_no_shard_unless_every_shard_succeeded(
+    sqlite_shards: dict[str, Engine],
+) -> None:
+    bulk_insert(sqlite_shards, Order, [{"customer": f"first {i}"} for i in range(40)])
+    with sharded_session(sqlite_shards) as session:
+        stored = session.on_all_shards(select(Order)).scalars().all()
+        last = next(o.id for o in stored if session.shard_of(o) == SHARDS[-1])
+    # Shards insert in order; the repeated id fails on the last one, after the others.
+    rows = [{"customer": f"c{i}"} for i in range(40)] + [{"id": last, "customer": "dup"}]
+    with pytest.raises(IntegrityError):
+        bulk_insert(sqlite_shards, Order, rows)
+    with sharded_session(sqlite_shards) as session:
+        assert session.on_all_shards(select(func.count()).select_from(Order)).scalar() == 40

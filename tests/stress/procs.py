@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import threading
 import time
 from array import array
 from typing import Any
 
 import redis
+from sqlalchemy import create_engine
 
 from tests.php_fleet import FIXED_LUA, POST_LUA, php_next_id
+from tests.sqlalchemy.models import Order
 from uid_fields import (
     PHP_REDIS,
     TWITTER,
@@ -22,6 +26,7 @@ from uid_fields import (
     SnowflakeGenerator,
 )
 from uid_fields.config import build_generator
+from uid_fields.sqlalchemy import sharded_session
 
 
 def make_lease(kind: str, target: str, name: str, prefix: str, table: str) -> Any:
@@ -208,3 +213,21 @@ def php_fleet_worker(
         ids.extend(gen.next_id() for _ in range(20))
         ids.extend(gen.next_ids(min(20, count - len(ids))))
     return ids[:count].tobytes()
+
+
+def two_phase_kill_worker(urls: dict[str, str], stage: str, ids_file: str) -> None:
+    """Write 40 orders over 4 PostgreSQL shards by two-phase commit and die (SIGKILL)
+    when the commit reaches ``stage``; the ids go to ``ids_file`` first."""
+    engines = {name: create_engine(url) for name, url in urls.items()}
+    session = sharded_session(engines, two_phase=True)
+
+    def die(reached: str) -> None:
+        if reached == stage:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    session.on_two_phase_stage = die
+    orders = [Order(customer=f"c{i}") for i in range(40)]
+    with open(ids_file, "w") as file:
+        file.write(" ".join(str(o.id) for o in orders))
+    session.add_all(orders)
+    session.commit()

@@ -21,6 +21,7 @@ from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field
 from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
+from .twophase import resolve_prepared
 from .types import LocalityUUIDType, SnowflakeType
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "lease_factory",
     "lease_table",
     "place_on_shard",
+    "resolve_prepared",
     "sharded_session",
     "sharded_sessionmaker",
 ]

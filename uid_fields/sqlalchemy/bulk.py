@@ -8,15 +8,18 @@ per batch), groups the rows by the shard their id names, and runs one INSERT per
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextlib import ExitStack
 from typing import Any
 
 from sqlalchemy import Table, insert, inspect
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import ArgumentError
 
 from ..shards import ShardMap
 from .errors import ShardKeyError, ShardRoutingError
 from .routing import Router, TableRoute
 from .session import ShardedIdSession
+from .twophase import check_postgresql, commit_two_phase
 
 __all__ = ["bulk_insert"]
 
@@ -58,14 +61,28 @@ def bulk_insert(
     rows: Iterable[Mapping[str, Any]],
     *,
     shard_map: ShardMap | None = None,
+    two_phase: bool = False,
 ) -> list[Any]:
     """Insert ``rows`` (dicts keyed by column key) on their shards; returns their ids.
 
-    ``target`` is a sharded session (the rows join its transaction) or a mapping of
-    shard name to engine (one transaction per shard) or connection. Rows without an id
-    get one; rows of a table routed by its parent need the parent's id.
+    ``target`` is a sharded session (the rows join its transaction and commit with it)
+    or a mapping of shard name to engine or connection. With engines, every shard's
+    insert runs in its own transaction and all of them commit only once every shard
+    succeeded, one after another; ``two_phase=True`` (PostgreSQL) commits them by
+    two-phase commit instead, so a crash between two commits cannot leave some shards
+    committed and the rest not. With connections the caller owns the transactions.
+    Rows without an id get one; rows of a table routed by its parent need the parent's
+    id.
     """
     table = _table_of(entity)
+    if two_phase and not _engines_only(target):
+        raise ArgumentError(
+            "two_phase=True needs a mapping of shard name to engine: a session commits "
+            "with its own two_phase setting (sharded_session(..., two_phase=True)), and "
+            "connections' transactions belong to the caller"
+        )
+    if two_phase:
+        check_postgresql(target)  # type: ignore[arg-type]  # engines, checked above
     if isinstance(target, ShardedIdSession):
         router = target.router
     else:
@@ -83,17 +100,37 @@ def bulk_insert(
             raise ShardRoutingError(f"a row of {table.name} has no {key} to route it by")
         groups.setdefault(route.shard_of(row[key]), []).append(row)
     statement = insert(table)
-    for shard in sorted(groups, key=router.order):
-        if isinstance(target, ShardedIdSession):
+    order = sorted(groups, key=router.order)
+    if isinstance(target, ShardedIdSession):
+        for shard in order:
             target.connection(bind_arguments={"shard_id": shard}).execute(statement, groups[shard])
-            continue
-        bind = target[shard]
-        if isinstance(bind, Engine):
-            with bind.begin() as connection:
-                connection.execute(statement, groups[shard])
-        else:
-            bind.execute(statement, groups[shard])
+    elif _engines_only(target):
+        engines = {s: e for s in order if isinstance(e := target[s], Engine)}
+        with ExitStack() as stack:  # an error anywhere rolls every shard back
+            opened: dict[str, Connection] = {}
+            for shard, engine in engines.items():
+                opened[shard] = stack.enter_context(engine.connect())
+                opened[shard].execute(statement, groups[shard])
+            if two_phase and len(opened) > 1:
+                commit_two_phase(opened, engines)
+            else:
+                for connection in opened.values():
+                    connection.commit()
+    else:  # connections (the caller's transactions), or engines mixed with them
+        for shard in order:
+            bind = target[shard]
+            if isinstance(bind, Engine):
+                with bind.begin() as connection:
+                    connection.execute(statement, groups[shard])
+            else:
+                bind.execute(statement, groups[shard])
     if not route.by_parent:
         return [row[key] for row in batch]
     primary = list(table.primary_key.columns)
     return [row.get(primary[0].key) if len(primary) == 1 else None for row in batch]
+
+
+def _engines_only(target: Target) -> bool:
+    return not isinstance(target, ShardedIdSession) and all(
+        isinstance(bind, Engine) for bind in target.values()
+    )

@@ -15,7 +15,7 @@ put in shard order first: a flush of N objects over S shards runs S batched INSE
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import Table, event, inspect
@@ -33,6 +33,7 @@ from .fanout import plan_fan_out
 from .fields import FieldConfig
 from .guard import check_writes
 from .routing import Router, TableRoute
+from .twophase import check_postgresql, commit_two_phase
 
 #: Execution option that sends a statement without id criteria to every shard, unmerged
 #: (rows of one shard after another), as ShardedSession does: for code that merges itself.
@@ -57,11 +58,16 @@ class ShardedIdSession(ShardedSession):
         shard_map: ShardMap | None = None,
         default_shard: str | None = None,
         strict: bool = True,
+        two_phase: bool = False,
         **kwargs: Any,
     ) -> None:
         shards = dict(shards or {})
         self.router = Router(list(shards), shard_map, default_shard)
         self.strict = strict
+        self.two_phase = two_phase
+        if two_phase:
+            check_postgresql(shards)
+        self._engines = shards
         check_writes(shards, shard_map=shard_map)
         super().__init__(
             shard_chooser=self._choose_shard,
@@ -72,6 +78,15 @@ class ShardedIdSession(ShardedSession):
         )
         self._flush_shards: set[str] = set()
         event.listen(self, "before_flush", self._before_flush)
+        # Shard name -> connection of the root transaction, for two-phase commit.
+        self._begun: dict[str, Connection] = {}
+        #: Called with each stage of a two-phase commit ("prepared", "decided",
+        #: "finished"): for metrics, and for tests that stop the process there.
+        self.on_two_phase_stage: Callable[[str], None] | None = None
+        if two_phase:
+            event.listen(self, "after_begin", self._track_connection)
+            event.listen(self, "before_commit", self._commit_two_phase)
+            event.listen(self, "after_transaction_end", self._forget_connections)
 
     @property
     def shard_names(self) -> list[str]:
@@ -234,6 +249,33 @@ class ShardedIdSession(ShardedSession):
         if trans is not None:
             return trans.connection(mapper, shard_id=shard_id)
         return super().connection_callable(mapper, instance, shard_id, **kw)
+
+    # -- two-phase commit --------------------------------------------------------------
+    def _track_connection(self, session: Session, transaction: Any, connection: Connection) -> None:
+        for name, engine in self._engines.items():
+            if engine is connection.engine:
+                self._begun[name] = connection
+
+    def _forget_connections(self, session: Session, transaction: Any) -> None:
+        if transaction.parent is None:
+            self._begun = {}
+
+    def _commit_two_phase(self, session: Session) -> None:
+        """Flush, then commit every shard this transaction used by two-phase commit.
+
+        SQLAlchemy's own commit that follows finds each shard's transaction already
+        ended by the server. One shard needs no second phase: its COMMIT is atomic.
+        """
+        if self.in_nested_transaction():
+            return
+        self.flush()
+        if len(self._begun) > 1:
+            order = sorted(self._begun, key=self.router.order)
+            commit_two_phase(
+                {n: self._begun[n] for n in order},
+                self._engines,
+                on_stage=self.on_two_phase_stage,
+            )
 
     # -- the three choosers ------------------------------------------------------------
     def _choose_shard(
@@ -467,6 +509,7 @@ def sharded_session(
     shard_map: ShardMap | None = None,
     default_shard: str | None = None,
     strict: bool = True,
+    two_phase: bool = False,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -476,10 +519,17 @@ def sharded_session(
     ``default_shard`` holds tables without a uid field. A statement that names no shard
     raises ``ShardRoutingError`` (use ``session.on_all_shards(stmt)``); ``strict=False``
     sends it to every shard unmerged instead, as SQLAlchemy's ShardedSession does.
-    Other arguments go to Session.
+    ``two_phase=True`` (PostgreSQL shards) commits a transaction that wrote to several
+    shards with two-phase commit; ``resolve_prepared(engines)`` finishes what a killed
+    process left prepared. Other arguments go to Session.
     """
     return ShardedIdSession(
-        shards, shard_map=shard_map, default_shard=default_shard, strict=strict, **kwargs
+        shards,
+        shard_map=shard_map,
+        default_shard=default_shard,
+        strict=strict,
+        two_phase=two_phase,
+        **kwargs,
     )
 
 
