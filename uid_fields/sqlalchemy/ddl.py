@@ -19,7 +19,7 @@ from sqlalchemy.sql.elements import TextClause
 
 from ..layouts import DecimalLayout, SnowflakeLayout
 from ..placement import stamped_logical_shard
-from ..shards import ShardMap
+from ..shards import ByField, ShardMap
 from ..sql import DecimalIdFunction, NextIdFunction
 from ..sql.postgres import DEFAULT_MAX_AHEAD_MS, StateCheck
 
@@ -93,6 +93,11 @@ class DatabaseIds:
         _require_postgres(connection)
         for statement in self.function(0).drop_statements():
             connection.execute(text(statement))
+
+    def shard_map(self, databases: Iterable[str]) -> ShardMap:
+        """The even spread of this layout's logical shards over ``databases`` (in order):
+        the map a session uses for these ids when it is given none."""
+        return ShardMap(list(databases), route=ByField(self.layout, self.shard_field))
 
     @staticmethod
     def shards_of(shard_map: ShardMap, engines: Mapping[str, Engine]) -> dict[Engine, int]:
