@@ -34,6 +34,7 @@ from .layouts import (
 )
 from .leases import DatabaseLease, RedisLease
 from .locality import LocalityUUIDGenerator
+from .placement import KeyRanges
 from .sequences import RedisSequence
 from .shards import ShardMap
 from .uniqid import UniqIdGenerator
@@ -56,6 +57,7 @@ __all__ = [
     "DecimalLayout",
     "ForkedGeneratorError",
     "FromEnv",
+    "KeyRanges",
     "LayoutExhaustedError",
     "LeaseLostError",
     "LocalityUUIDGenerator",

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import selectinload
@@ -21,6 +22,8 @@ from uid_fields.sqlalchemy.asyncio import async_sharded_session, async_sharded_s
 
 from .conftest import SHARDS, postgres_url, recording
 from .models import Base, Item, Order
+from .test_sharding_examples import CONTINENTS, SHARD_MAP, cities, weather_models
+from .test_sharding_examples import SHARDS as CONTINENT_SHARDS
 
 
 async def _exercise(engines: dict[str, AsyncEngine]) -> None:
@@ -104,3 +107,41 @@ def test_importing_the_package_leaves_asyncio_alone() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_sqlalchemys_weather_example_with_asyncio(tmp_path: Path) -> None:
+    """SQLAlchemy's asyncio sharding example (see test_sharding_examples.py)."""
+    base, WeatherLocation, Report = weather_models()
+    engines = {
+        s: create_async_engine(f"sqlite+aiosqlite:///{tmp_path / s}.db")
+        for s in CONTINENT_SHARDS.values()
+    }
+
+    async def main() -> None:
+        for engine in engines.values():
+            async with engine.begin() as conn:
+                await conn.run_sync(base.metadata.create_all)
+        tokyo, newyork, toronto, london, dublin, brasilia, quito = cities(WeatherLocation)
+        tokyo.reports.append(Report(80.0))
+        newyork.reports.append(Report(75))
+        quito.reports.append(Report(85))
+        async with async_sharded_session(
+            engines, shard_map=SHARD_MAP, expire_on_commit=False
+        ) as sess:
+            sess.add_all([tokyo, newyork, toronto, london, dublin, brasilia, quito])
+            await sess.commit()
+            t = await sess.get(WeatherLocation, tokyo.id)
+            assert t is not None and t.city == "Tokyo"
+            await sess.refresh(t, ["reports"])  # the lazy load, routed to Tokyo's shard
+            reports = t.reports
+            assert [r.temperature for r in reports] == [80.0]
+            north_america = CONTINENTS.logical_shard("North America")
+            result = await sess.execute(
+                select(WeatherLocation).filter(WeatherLocation.region == north_america)
+            )
+            assert {c.city for c in result.scalars()} == {"New York", "Toronto"}
+            assert sa_inspect(reports[0]).identity_token == "asia"
+        for engine in engines.values():
+            await engine.dispose()
+
+    asyncio.run(main())
