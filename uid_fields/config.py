@@ -119,7 +119,7 @@ LEASE_KEYS = {
     "redis": frozenset({"lease", "url", "name", "ttl", "margin", "prefix"}),
     "database": frozenset({"lease", "database", "name", "ttl", "margin"}),
 }
-SHARD_MAP_KEYS = frozenset({"databases", "ranges", "logical_shards", "route_by"})
+SHARD_MAP_KEYS = frozenset({"databases", "ranges", "logical_shards", "route_by", "closed"})
 
 
 @dataclass(frozen=True)
@@ -728,7 +728,25 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
         )
     if "route_by" in entry:
         report.text(_at(path, "route_by"), entry["route_by"], "a node field name")
+    if "closed" in entry:
+        _closed_problems(report, _at(path, "closed"), entry)
     return report.problems
+
+
+def _closed_problems(report: _Report, at: str, entry: Mapping[str, Any]) -> None:
+    closed = entry["closed"]
+    if isinstance(closed, str) or not isinstance(closed, (list, tuple)):
+        report.add(at, f"must be a list of database aliases, got {closed!r}", E_TYPE)
+        return
+    ranges = entry.get("ranges")
+    known = list(ranges) if isinstance(ranges, Mapping) else entry.get("databases")
+    if not isinstance(known, (list, tuple)):
+        return  # reported above
+    unknown = [alias for alias in closed if alias not in known]
+    if unknown:
+        report.add(at, f"names databases not in this map: {unknown}", E_SHARD_MAP)
+    elif set(known) <= set(closed):
+        report.add(at, "closes every database: new rows would have nowhere to go", E_SHARD_MAP)
 
 
 def _shard_map(config: Mapping[str, Any], route: Route) -> ShardMap:
@@ -737,6 +755,7 @@ def _shard_map(config: Mapping[str, Any], route: Route) -> ShardMap:
         None if ranges else list(config.get("databases", [])),
         route=route,
         ranges={alias: (span[0], span[1]) for alias, span in ranges.items()} if ranges else None,
+        closed=config.get("closed", ()),
     )
 
 

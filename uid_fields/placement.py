@@ -68,6 +68,8 @@ KeyHash = Literal["mixed", "modulo"]
 
 _KEY_MIN = -(1 << 63)
 _KEY_LIMIT = 1 << 64
+# Ids tried before deciding a generator's ids cannot avoid the closed databases.
+_OPEN_ATTEMPTS = 1000
 
 
 IdKind = Literal["snowflake", "sharded", "decimal", "locality", "uniqid"]
@@ -367,7 +369,8 @@ class Placement:
                 number,
             )
             return scaled if scaled >= 0 else self._hash_key(number)
-        return self._hash_key(normalize_shard_key(key, name=self.name))
+        number = normalize_shard_key(key, name=self.name)
+        return self._open_logical_shard(self._hash_key(number), number)
 
     def _hash_key(self, number: int) -> int:
         total = self.logical_shards
@@ -375,9 +378,31 @@ class Placement:
             return mix64(number) % total
         return number % total
 
+    def _open_logical_shard(self, logical: int, number: int) -> int:
+        """``logical``, or, when its database is closed, a logical shard of an open
+        database picked by a stable hash of the key (the same one for every row of it)."""
+        shard_map = self.shard_map
+        if shard_map is None or not shard_map.closed:
+            return logical
+        if shard_map.database(logical) not in shard_map.closed:
+            return logical
+        databases = shard_map.open_databases
+        return logical_shard_in(shard_map, databases[mix64(number) % len(databases)], number)
+
     def database_for_key(self, key: object) -> str:
         """The database a shard key (or a parent id) puts a new row on."""
         return self._map().database(self.logical_shard_for_key(key))
+
+    def databases_for_key(self, key: object) -> tuple[str, ...]:
+        """Every database rows of a shard key can be on: where new rows go, and, when
+        that database was chosen because the key's own is closed, the closed one too
+        (rows made before it closed stay there). Queries by key read all of them."""
+        new = self.database_for_key(key)
+        shard_map = self._map()
+        if self.parent is not None or not shard_map.closed:
+            return (new,)
+        natural = shard_map.database(self._hash_key(normalize_shard_key(key, name=self.name)))
+        return (new,) if natural == new else (natural, new)
 
     def fits_key(self, value: object, key: object) -> bool:
         """Whether an existing id already carries the logical shard ``key`` picks.
@@ -392,6 +417,10 @@ class Placement:
             if self.parent.shard_map is None:
                 return True  # nothing to check against until the parent's map is known
             return self.shard_map.database(mine) == self.database_for_key(key)
+        if self.shard_map is not None and self.shard_map.closed:
+            # Made before its key's database closed, or after: both are the key's.
+            number = normalize_shard_key(key, name=self.name)
+            return mine in (self._hash_key(number), self.logical_shard_for_key(key))
         return mine == self.logical_shard_for_key(key)
 
     # -- making ids ----------------------------------------------------------------------
@@ -401,7 +430,7 @@ class Placement:
         with self._keyless_lock:
             turn = next(self._keyless)
         if self.shard_map is not None:
-            databases = self.shard_map.databases
+            databases = self.shard_map.open_databases
             alias = databases[turn % len(databases)]
             return logical_shard_in(self.shard_map, alias, turn)
         return mix64(turn) % self.logical_shards
@@ -412,9 +441,31 @@ class Placement:
         if generator is None:
             raise TypeError(f"ids of {self.name} are made by the database")
         if not isinstance(generator, ShardedIdGenerator):
-            return generator.next_id()
+            return self._open_only([generator.next_id()], generator.next_id)[0]
         logical = self.keyless_logical_shard() if key is None else self.logical_shard_for_key(key)
         return generator.next_id(shard=logical)
+
+    def _open_only(self, values: list[Any], more: Any) -> list[Any]:
+        """``values`` with each id that would land on a closed database replaced by a
+        later one that does not (ids whose route is a hash of the id cannot be steered;
+        unused ids are simply skipped)."""
+        shard_map = self.shard_map
+        if shard_map is None or not shard_map.closed:
+            return values
+        out = []
+        for value in values:
+            for _ in range(_OPEN_ATTEMPTS):
+                if shard_map.database_for(value) not in shard_map.closed:
+                    break
+                value = more()
+            else:
+                raise ConfigurationError(
+                    f"{self.name}: {_OPEN_ATTEMPTS} ids in a row of {self.generator!r} "
+                    f"land on closed databases {sorted(shard_map.closed)}: its ids' route "
+                    f"({shard_map.route!r}) does not spread them over the open ones"
+                )
+            out.append(value)
+        return out
 
     def new_ids(self, count: int, keys: Sequence[object] | None = None) -> list[Any]:
         """``count`` fresh ids, one generator call per logical shard.
@@ -430,8 +481,10 @@ class Placement:
         if not isinstance(generator, ShardedIdGenerator):
             next_ids = getattr(generator, "next_ids", None)
             if next_ids is None:
-                return [generator.next_id() for _ in range(count)]
-            return list(next_ids(count))
+                made = [generator.next_id() for _ in range(count)]
+            else:
+                made = list(next_ids(count))
+            return self._open_only(made, generator.next_id)
         logicals = [
             self.keyless_logical_shard()
             if keys is None or keys[i] is None

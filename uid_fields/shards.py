@@ -143,6 +143,11 @@ class ShardMap:
     ``ShardMap(["db0", "db1"], route=ByField(INSTAGRAM))`` spreads the logical shards
     evenly in contiguous ranges; ``ranges={"db0": (0, 4096), "db1": (4096, 8192)}``
     places them explicitly (half-open, each logical shard exactly once).
+
+    ``closed=["db0"]`` names databases that take no new keys (a full server): rows
+    without a shard key, and shard keys whose logical shard lies there, get ids on the
+    open databases instead; rows already there stay readable and writable, and children
+    still follow their parent (``uid_fields.placement`` applies this).
     """
 
     def __init__(
@@ -151,6 +156,7 @@ class ShardMap:
         *,
         route: Route,
         ranges: Mapping[str, tuple[int, int] | range] | None = None,
+        closed: Iterable[str] = (),
     ) -> None:
         self.route = route
         total = route.logical_shards
@@ -170,6 +176,15 @@ class ShardMap:
             }
             _check_cover(self.ranges, total)
         self.databases = tuple(self.ranges)
+        if isinstance(closed, str):
+            raise TypeError(f"closed must be a list of aliases, got {closed!r}")
+        self.closed = frozenset(closed)
+        unknown = sorted(self.closed - set(self.databases))
+        if unknown:
+            raise ValueError(f"closed names databases not in the map: {unknown}")
+        self.open_databases = tuple(d for d in self.databases if d not in self.closed)
+        if not self.open_databases:
+            raise ValueError("every database is closed: new rows would have nowhere to go")
         self._table = [""] * total
         for alias, (low, high) in self.ranges.items():
             self._table[low:high] = [alias] * (high - low)
@@ -202,7 +217,8 @@ class ShardMap:
 
     def __repr__(self) -> str:
         spans = ", ".join(f"{a}: {lo}..{hi - 1}" for a, (lo, hi) in self.ranges.items())
-        return f"<ShardMap {self.route!r} {{{spans}}}>"
+        closed = f" closed={sorted(self.closed)}" if self.closed else ""
+        return f"<ShardMap {self.route!r} {{{spans}}}{closed}>"
 
 
 def _check_cover(ranges: Mapping[str, tuple[int, int]], total: int) -> None:

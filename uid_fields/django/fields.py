@@ -165,6 +165,15 @@ class UidField(models.Field):  # type: ignore[type-arg]
             return None
         return self.placement.logical_shard_for_key(key)
 
+    def databases_for_key(self, key: Any) -> tuple[str, ...] | None:
+        """Every database rows with this shard key can be on (None for no key): one,
+        or two when the key's own database is closed to new keys."""
+        if isinstance(key, models.Model):
+            key = key.pk
+        if key is None:
+            return None
+        return self.placement.databases_for_key(key)
+
     def fill(self, instance: models.Model) -> Any:
         """Make sure ``instance`` has an id (when it can have one) and return it.
 

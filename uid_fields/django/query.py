@@ -185,7 +185,6 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         field = self._sharded_field
         if field is None or field.shard_map is None:
             return None
-        shard_map = field.shard_map
         pk_names = {"pk", field.name, field.attname}
         key_names: set[str] = set()
         if field.shard_key:
@@ -207,13 +206,13 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                         aliases.add(field.placement.database_of(_plain(item)))
             elif base in key_names and kind == "exact":
                 try:
-                    logical = field.logical_shard_for_key(value)
+                    databases = field.databases_for_key(value)
                 except (TypeError, ValueError):
                     aliases = set()  # a key no row can have (a parent id out of range)
                 else:
-                    if logical is None:
+                    if databases is None:
                         continue
-                    aliases = {shard_map.database(logical)}
+                    aliases = set(databases)
             else:
                 continue
             found = aliases if found is None else found & aliases

@@ -67,14 +67,16 @@ class TableRoute:
         return self.placement.database_of(value)
 
     def shard_of_key(self, value: Any) -> str:
+        """The shard a new row with this shard key goes to."""
         return self.placement.database_for_key(value)
 
-    def shard_for(self, column: Column[Any], value: Any) -> str | None:
-        """The shard ``column == value`` confines a statement to, or None."""
+    def shards_for(self, column: Column[Any], value: Any) -> tuple[str, ...] | None:
+        """The shards ``column == value`` confines a statement to, or None: one for an
+        id, and for a shard key one, or two when its database is closed to new keys."""
         if column is self.column:
-            return self.shard_of(value)
+            return (self.shard_of(value),)
         if column is self.key_column:
-            return self.shard_of_key(value)
+            return self.placement.databases_for_key(value)
         return None
 
     def __repr__(self) -> str:
@@ -191,15 +193,15 @@ class Router:
         return None
 
     # -- criteria --------------------------------------------------------------------
-    def column_shard(self, column: Any, value: Any) -> str | None:
-        """The shard ``column == value`` confines rows to, or None if it does not."""
+    def column_shards(self, column: Any, value: Any) -> tuple[str, ...] | None:
+        """The shards ``column == value`` confines rows to, or None if it does not."""
         for base in getattr(column, "proxy_set", ()):
             if isinstance(base, Column) and isinstance(base.table, Table):
                 route = self.table_route(base.table)
                 if route is not None:
-                    shard = route.shard_for(base, value)
-                    if shard is not None:
-                        return shard
+                    shards = route.shards_for(base, value)
+                    if shards is not None:
+                        return shards
         return None
 
     def criteria_shards(self, clause: Any, params: Mapping[str, Any]) -> set[str] | None:
@@ -223,15 +225,15 @@ class Router:
             if clause.operator is operators.eq:
                 for column, other in ((clause.left, clause.right), (clause.right, clause.left)):
                     if isinstance(other, BindParameter):
-                        shard = self.column_shard(column, _bound_value(other, params))
-                        if shard is not None:
-                            return {shard}
+                        found = self.column_shards(column, _bound_value(other, params))
+                        if found is not None:
+                            return set(found)
             elif clause.operator is operators.in_op:
                 values = _bound_values(clause.right, params)
                 if values is not None:
-                    shards = [self.column_shard(clause.left, v) for v in values]
-                    if all(s is not None for s in shards):
-                        return set(shards)  # type: ignore[arg-type]
+                    each = [self.column_shards(clause.left, v) for v in values]
+                    if all(s is not None for s in each):
+                        return {shard for shards in each if shards for shard in shards}
         return None
 
 

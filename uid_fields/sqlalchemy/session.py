@@ -461,7 +461,9 @@ class ShardedIdSession(ShardedSession):
             key = self._shard_key_of(mapper, instance, route.config)
             if key is None or route.key_column is None:
                 return
-            wanted = route.shard_of_key(key)
+            # A key's rows may be on two databases: made before its own closed, and after.
+            found = route.placement.databases_for_key(key)
+            wanted = current if current in found else found[-1]
         if wanted != current:
             raise ShardKeyError(
                 f"this {mapper.class_.__name__} lives on {current!r}; its new parent (or "
