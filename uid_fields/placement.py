@@ -26,7 +26,7 @@ import itertools
 import random
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
@@ -434,6 +434,19 @@ class Placement:
             alias = databases[turn % len(databases)]
             return logical_shard_in(self.shard_map, alias, turn)
         return mix64(turn) % self.logical_shards
+
+    def keyless_maker(self) -> Callable[[], Any]:
+        """A callable making ids for rows without a shard key: the generator's own
+        ``next_id`` where nothing must steer the id (no shard bits to choose, no closed
+        database to avoid), else ``new_id``. For adapters that make an id per object."""
+        generator = self.generator
+        if generator is None:
+            raise TypeError(f"ids of {self.name} are made by the database")
+        closed = self.shard_map is not None and self.shard_map.closed
+        if isinstance(generator, ShardedIdGenerator) or closed:
+            return self.new_id
+        maker: Callable[[], Any] = generator.next_id
+        return maker
 
     def new_id(self, key: object = None) -> Any:
         """A fresh id: its logical shard from ``key`` when the ids embed one."""

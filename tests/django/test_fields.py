@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import uuid
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.forms import TextInput, modelform_factory
+from django.test.utils import override_settings
 
 from uid_fields import INSTAGRAM, TWITTER, locality
 from uid_fields.django import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
@@ -159,3 +162,13 @@ def test_decimal_ids_are_stored_unsigned_on_mariadb() -> None:
     big = LegacyRow(id=10**19 + 3, label="20 digits")  # past the signed range
     big.save(using=LegacyRow._meta.pk.shard_map.database_for(big.id))
     assert LegacyRow.objects.get(pk=10**19 + 3).label == "20 digits"
+
+
+def test_new_ids_follow_a_settings_change() -> None:
+    """The id maker a field keeps between objects is dropped when UID_FIELDS changes."""
+    assert get_generator("default").decompose(Order().pk).worker == 1
+    config = copy.deepcopy(settings.UID_FIELDS)
+    config["GENERATORS"]["default"]["fields"] = {"datacenter": 0, "worker": 9}
+    with override_settings(UID_FIELDS=config):
+        assert get_generator("default").decompose(Order().pk).worker == 9
+    assert get_generator("default").decompose(Order().pk).worker == 1

@@ -86,11 +86,23 @@ _generators: Memo[str, Generator] = Memo()
 _shard_maps: Memo[tuple[str, str], ShardMap] = Memo()
 
 
+# Bumped whenever the settings change, so objects derived from the built generators and
+# maps (a field's id maker) know when to derive themselves again.
+_generation = 0
+
+
 @receiver(setting_changed)
 def _reset(setting: str, **kwargs: Any) -> None:
+    global _generation
     if setting == "UID_FIELDS":
         _generators.clear()
         _shard_maps.clear()
+        _generation += 1
+
+
+def settings_generation() -> int:
+    """A number that changes whenever ``UID_FIELDS`` does (``override_settings``)."""
+    return _generation
 
 
 def build_generator(name: str, config: Mapping[str, Any]) -> Generator:

@@ -54,7 +54,7 @@ class _Default:
         field = self.field
         if field.shard_key or field.database_default:
             return None
-        return field.generate(None)
+        return field.keyless_id()
 
 
 class UidField(models.Field):  # type: ignore[type-arg]
@@ -84,6 +84,7 @@ class UidField(models.Field):  # type: ignore[type-arg]
             kwargs.setdefault("editable", False)
         kwargs.setdefault("blank", True)
         self._placement: Placement | None = None
+        self._keyless_maker: tuple[int, Callable[[], Any]] | None = None
         super().__init__(*args, **kwargs)
 
     # -- settings-backed objects ---------------------------------------------------------
@@ -131,10 +132,20 @@ class UidField(models.Field):  # type: ignore[type-arg]
         return _sharded_pk(key_field.related_model) if key_field.is_relation else None
 
     # -- generation ----------------------------------------------------------------------
+    def keyless_id(self) -> Any:
+        """A new id for a row without a shard key, at the cost of the generator's call:
+        every model instance built asks for one, so the maker is looked up once per
+        settings generation instead of through the settings each time."""
+        made = self._keyless_maker
+        generation = conf.settings_generation()
+        if made is None or made[0] != generation:
+            made = self._keyless_maker = (generation, self.placement.keyless_maker())
+        return made[1]()
+
     def generate(self, instance: models.Model | None) -> Any:
         """A new id for ``instance``; None while its shard key is unknown."""
         if not self.shard_key:
-            return self.placement.new_id()
+            return self.keyless_id()
         if instance is None:
             return None
         key = self.shard_key_value(instance)
@@ -204,6 +215,8 @@ class UidField(models.Field):  # type: ignore[type-arg]
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
         if add and not self.database_default:
             value = model_instance.__dict__.get(self.attname)
+            if type(value) is int:
+                return value  # filled at construction (bulk inserts ask once per row)
             if value is not None and not _is_db_default(value):
                 return value  # filled at construction: the usual case, once per row in bulk
             if value is None and self.null and not self.primary_key:
