@@ -15,4 +15,4 @@ class OrderAdmin(ShardedModelAdmin):
     list_display = ["customer", "status", "total_cents", "note"]
     list_filter = ["status"]
     inlines = [OrderLineInline]
-    raw_id_fields = ["customer"]
+    autocomplete_fields = ["customer"]  # customers of every shard, searched by name

@@ -1,8 +1,13 @@
-"""The example shop's admin in a real (headless) Chromium, driven by Playwright.
+"""The example shop's admin and API in a real (headless) Chromium, driven by Playwright.
 
 Log in, open the Order changelist, switch shards, open an order from a non-first
-shard, check its decoded creation time and parts panel, save an edit, delete one.
-The screenshots it takes are the ones the docs show.
+shard, check its decoded creation time and parts panel, save an edit, delete one; add
+an order, picking its customer with the autocomplete box, and find it on the customer's
+shard; read the orders in DRF's browsable API, list and detail.
+
+With ``UID_FIELDS_SCREENSHOTS=1`` the screenshots are written to docs/images (the ones
+the docs show); otherwise to the test's temporary directory, so a test run leaves the
+checkout as it was.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,19 +125,39 @@ def _row(data: Path, alias: str, order_id: int) -> tuple[str] | None:
         return conn.execute("SELECT note FROM orders_order WHERE id = ?", (order_id,)).fetchone()
 
 
-def test_admin_end_to_end(shop: tuple[str, Path]) -> None:
+@pytest.fixture
+def images(tmp_path: Path) -> Path:
+    """Where screenshots go: docs/images when asked for, else a temporary directory."""
+    folder = IMAGES if os.environ.get("UID_FIELDS_SCREENSHOTS") == "1" else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _shard_holding(data: Path, table: str, column: str, value: object) -> list[str]:
+    found = []
+    for path in sorted(data.glob("shard_*.sqlite3")):
+        with sqlite3.connect(path) as conn:
+            if conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (value,)).fetchone():
+                found.append(path.stem)
+    return found
+
+
+def _login(page: Any, base: str) -> None:
+    page.goto(f"{base}/admin/login/")
+    page.fill("#id_username", USER)
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+
+
+def test_admin_end_to_end(shop: tuple[str, Path], images: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     base, data = shop
-    IMAGES.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(f"{base}/admin/login/")
-        page.fill("#id_username", USER)
-        page.fill("#id_password", PASSWORD)
-        page.click("input[type=submit]")
-        page.wait_for_url(f"{base}/admin/")
+        _login(page, base)
 
         page.goto(f"{base}/admin/orders/order/")
         assert page.locator("#changelist-filter").get_by_text("shard_0").count() >= 1
@@ -142,7 +168,7 @@ def test_admin_end_to_end(shop: tuple[str, Path]) -> None:
         ids = page.locator("#result_list tbody th a").all_inner_texts()
         assert ids and not set(ids) & set(first_shard_ids)
         assert all("," not in i for i in ids)  # plain digits
-        page.screenshot(path=str(IMAGES / "admin-changelist.png"))
+        page.screenshot(path=str(images / "admin-changelist.png"))
 
         order_id = int(ids[0])
         parts = ORDERS_LAYOUT.decompose(order_id)
@@ -154,7 +180,7 @@ def test_admin_end_to_end(shop: tuple[str, Path]) -> None:
         panel = page.locator("table.uid-parts").inner_text()
         assert parts.datetime.isoformat() in panel
         assert f"{parts.shard}" in panel and "shard_2" in panel and "sequence" in panel
-        page.screenshot(path=str(IMAGES / "admin-change.png"), full_page=True)
+        page.screenshot(path=str(images / "admin-change.png"), full_page=True)
 
         page.fill("#id_note", "edited in a browser")
         page.click("input[name=_save]")
@@ -168,4 +194,66 @@ def test_admin_end_to_end(shop: tuple[str, Path]) -> None:
 
         page.goto(f"{base}/admin/orders/order/not-an-id/change/")
         assert "doesn" in page.content() or page.url.endswith("/admin/")
+        browser.close()
+
+
+def test_admin_add_with_autocomplete_and_the_browsable_api(
+    shop: tuple[str, Path], images: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    base, data = shop
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        _login(page, base)
+
+        # Add: the customer comes from the autocomplete box, which searches every shard.
+        page.goto(f"{base}/admin/orders/order/add/")
+        page.locator(".field-customer .select2-selection").click()
+        page.locator(".select2-search__field").fill("Customer 3")
+        option = page.locator(".select2-results__option", has_text="Customer 37")
+        option.wait_for()
+        page.screenshot(path=str(images / "admin-autocomplete.png"))
+        option.click()
+        page.fill("#id_total_cents", "4200")
+        page.fill("#id_note", "added in a browser")
+        page.click("input[name=_save]")
+        page.wait_for_url(f"{base}/admin/orders/order/**")
+        holders = _shard_holding(data, "orders_order", "note", "added in a browser")
+        assert len(holders) == 1  # stored once, on one shard
+        with sqlite3.connect(data / f"{holders[0]}.sqlite3") as conn:
+            order_id, customer_id = conn.execute(
+                "SELECT id, customer_id FROM orders_order WHERE note = ?", ("added in a browser",)
+            ).fetchone()
+        assert _shard_holding(data, "customers_customer", "id", customer_id) == holders
+        assert ORDERS_LAYOUT.decompose(order_id).shard is not None
+
+        # Change form of the new order: the parts panel names its shard.
+        page.goto(f"{base}/admin/orders/order/{order_id}/change/")
+        assert holders[0] in page.locator("table.uid-parts").inner_text()
+        assert "Customer 37" in page.locator(".field-customer").inner_text()
+
+        # Delete through the confirmation page: gone from its shard.
+        page.goto(f"{base}/admin/orders/order/{order_id}/delete/")
+        assert str(order_id) in page.content() or "added in a browser" in page.content()
+        page.screenshot(path=str(images / "admin-delete.png"))
+        page.click("input[type=submit]")
+        page.wait_for_url(f"{base}/admin/orders/order/**")
+        assert _shard_holding(data, "orders_order", "id", order_id) == []
+
+        # DRF's browsable API: every shard's orders, ids as strings in the JSON.
+        page.goto(f"{base}/api/orders/")
+        body = page.locator(".response-info").inner_text()
+        assert "Order List" in page.content() and '"id": "' in body
+        first = body.split('"id": "', 1)[1].split('"', 1)[0]
+        assert first.isdigit()
+        page.screenshot(path=str(images / "api-list.png"))
+        page.goto(f"{base}/api/orders/{first}/")
+        detail = page.locator(".response-info").inner_text()
+        assert f'"id": "{first}"' in detail
+        assert _shard_holding(data, "orders_order", "id", int(first))  # a real row
+        page.screenshot(path=str(images / "api-detail.png"))
+        page.goto(f"{base}/api/orders/not-an-id/")
+        assert "Not found" in page.content() or "404" in page.content()
         browser.close()
