@@ -531,29 +531,38 @@ def _django_inserts(
 def _django_routing(model: Any, rows: int, gets: int) -> tuple[Section, dict[str, Any]]:
     import random
 
-    from django.db import connections
-    from django.test.utils import CaptureQueriesContext
+    from django.db.backends.signals import connection_created
+
+    from uid_fields import parallel
 
     objs = [model(n=i, note=f"row {i}") for i in range(rows)]
     model.objects.bulk_create(objs, batch_size=1000)
     sample = random.Random(8).sample(objs, gets)
-    aliases = [f"shard_{i}" for i in range(SHARDS)]
+    # Queries counted on every connection, the fan-out pool's threads' included.
+    counted = [0]
 
-    def run(action: Callable[[Any], Any]) -> tuple[float, float]:
-        contexts = [CaptureQueriesContext(connections[a]) for a in aliases]
+    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        counted[0] += 1
+        return execute(sql, params, many, context)
+
+    def instrument(sender: Any, connection: Any, **kwargs: Any) -> None:
+        connection.execute_wrappers.append(count)
+
+    from django.db import connections
+
+    for alias in connections:
+        connections[alias].close()
+    parallel.shutdown()
+    connection_created.connect(instrument)
+
+    def run(action: Callable[[Any], Any], objs: Any = sample) -> tuple[float, float]:
         latencies = []
-        for context in contexts:
-            context.__enter__()
-        try:
-            for obj in sample:
-                start = time.perf_counter()
-                action(obj)
-                latencies.append(time.perf_counter() - start)
-        finally:
-            for context in contexts:
-                context.__exit__(None, None, None)
-        queries = sum(len(context.captured_queries) for context in contexts)
-        return median(latencies), queries / len(sample)
+        before = counted[0]
+        for obj in objs:
+            start = time.perf_counter()
+            action(obj)
+            latencies.append(time.perf_counter() - start)
+        return median(latencies), (counted[0] - before) / len(objs)
 
     def routed(obj: Any) -> Any:
         return model.objects.get(pk=obj.pk)
@@ -561,13 +570,38 @@ def _django_routing(model: Any, rows: int, gets: int) -> tuple[Section, dict[str
     def fan_out(obj: Any) -> Any:
         return model.objects.on_all_shards().get(note=obj.note)
 
-    run(routed)  # warm every connection
+    # A 2 ms wait per query stands for a network round trip (an uncorrelated condition:
+    # the server evaluates it once, before the scan).
+    def delayed(obj: Any) -> Any:
+        slow = model.objects.on_all_shards().extra(where=["(SELECT true FROM pg_sleep(0.002))"])
+        return slow.get(note=obj.note)
+
+    def sequential(action: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def go(obj: Any) -> Any:
+            parallel.set_workers(0)
+            try:
+                return action(obj)
+            finally:
+                parallel.set_workers(parallel.DEFAULT_WORKERS)
+
+        return go
+
+    few = sample[:60]
+    run(routed)  # warm every connection, the pool's too
     run(fan_out)
     samples = alternate(
-        [("routed", lambda: run(routed)[0]), ("fan-out", lambda: run(fan_out)[0])], 3
+        [
+            ("routed", lambda: run(routed)[0]),
+            ("fan-out", lambda: run(fan_out)[0]),
+            ("fan-out, sequential", lambda: run(sequential(fan_out))[0]),
+            ("delayed", lambda: run(delayed, few)[0]),
+            ("delayed, sequential", lambda: run(sequential(delayed), few)[0]),
+        ],
+        3,
     )
     routed_queries = run(routed)[1]
     fan_queries = run(fan_out)[1]
+    connection_created.disconnect(instrument)
     latency = {name: median(values) for name, values in samples.items()}
     section = Section(
         "routing",
@@ -581,10 +615,28 @@ def _django_routing(model: Any, rows: int, gets: int) -> tuple[Section, dict[str
                 "1.00x",
             ],
             [
-                "objects.on_all_shards().get(note=...): fan-out",
+                "objects.on_all_shards().get(note=...): fan-out, in parallel",
                 f"{fan_queries:.1f}",
                 f"{latency['fan-out'] * 1e3:.2f}",
                 f"{latency['fan-out'] / latency['routed']:.2f}x",
+            ],
+            [
+                "the same, one shard after another",
+                f"{fan_queries:.1f}",
+                f"{latency['fan-out, sequential'] * 1e3:.2f}",
+                f"{latency['fan-out, sequential'] / latency['routed']:.2f}x",
+            ],
+            [
+                "fan-out with 2 ms per query, in parallel",
+                f"{fan_queries:.1f}",
+                f"{latency['delayed'] * 1e3:.2f}",
+                f"{latency['delayed'] / latency['routed']:.2f}x",
+            ],
+            [
+                "fan-out with 2 ms per query, one shard after another",
+                f"{fan_queries:.1f}",
+                f"{latency['delayed, sequential'] * 1e3:.2f}",
+                f"{latency['delayed, sequential'] / latency['routed']:.2f}x",
             ],
         ],
     )

@@ -9,13 +9,13 @@ default the id, which for these ids is creation time.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist, ValidationError
-from django.db import IntegrityError, connections, models, transaction
+from django.db import DatabaseError, IntegrityError, connections, models, transaction
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.query import (
     FlatValuesListIterable,
@@ -24,6 +24,7 @@ from django.db.models.query import (
     ValuesIterable,
 )
 
+from .. import parallel
 from ..errors import ShardKeyError, UnroutableQueryError
 from .fields import UidField, _is_db_default
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
@@ -290,12 +291,17 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
         )
-        shards = [
-            self._for_alias(alias, order_by_pk=not explicit) for alias in self._shard_aliases or ()
-        ]
+        aliases = self._shard_aliases or ()
+        shards = [self._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
         rows = _merged_rows(self, shards, ordering)
         low, high = self.query.low_mark, self.query.high_mark
         return rows[low:high]
+
+    def _per_shard(self, work: Callable[[ShardedQuerySet], Any]) -> list[Any]:
+        """``work`` on this query on each of its shards: at the same time when that is
+        safe (see ``_gather``), in shard order."""
+        shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
+        return _gather(shards, work)
 
     def _fetch_all(self) -> None:
         if self._result_cache is None and self._is_fanout():
@@ -313,14 +319,14 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         if self.query.is_sliced:
             return len(self._fanout_results())
         self._refuse_uncombinable("count()")
-        return sum(self._for_alias(a).count() for a in self._shard_aliases or ())
+        return sum(self._per_shard(lambda shard: shard.count()))
 
     def exists(self) -> bool:
         if not self._is_fanout():
             return super().exists()
         if self.query.is_sliced:
             return bool(self._fanout_results())
-        return any(self._for_alias(a).exists() for a in self._shard_aliases or ())
+        return any(self._per_shard(lambda shard: shard.exists()))
 
     def aggregate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         if not self._is_fanout():
@@ -337,7 +343,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                     f"{name}: only Count, Sum, Min and Max (not distinct) combine across "
                     "shards; run other aggregates per shard with .using(alias)"
                 )
-        results = [self._for_alias(a).aggregate(**kwargs) for a in self._shard_aliases or ()]
+        results = self._per_shard(lambda shard: shard.aggregate(**kwargs))
         return {
             name: _combine(combine[type(expr)], [r[name] for r in results])
             for name, expr in kwargs.items()
@@ -652,11 +658,11 @@ def _merged_rows(
         )
     iterable = qs._iterable_class
     if iterable is ModelIterable:
-        rows = [row for shard in shards for row in shard]
+        rows = [row for part in _gather(shards, list) for row in part]
         return _sort(rows, keys, lambda row, name: getattr(row, name))
     names = list(qs._fields or ())
     if iterable is ValuesIterable and not names:
-        rows = [row for shard in shards for row in shard]
+        rows = [row for part in _gather(shards, list) for row in part]
         return _sort(rows, keys, lambda row, name: row[name])
     if not names:
         names = [f.attname for f in qs.model._meta.concrete_fields]
@@ -664,7 +670,8 @@ def _merged_rows(
     columns = [pk_name if n == "pk" else n for n in names]
     extra = [name for name, _ in keys if name not in columns]
     wanted = [*names, *extra]
-    rows = [tuple(row) for shard in shards for row in shard.values_list(*wanted)]
+    parts = _gather(shards, lambda shard: list(shard.values_list(*wanted)))
+    rows = [tuple(row) for part in parts for row in part]
     index = {name: i for i, name in enumerate([*columns, *extra])}
     rows = _sort(rows, keys, lambda row, name: row[index[name]])
     width = len(names)
@@ -676,6 +683,42 @@ def _merged_rows(
         factory = namedtuple("Row", names)
         return [factory(*row[:width]) for row in rows]
     return [row[:width] for row in rows]
+
+
+def _gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> list[Any]:
+    """``work(shard)`` for each shard's queryset, in order: at the same time (on the
+    core's bounded pool, each worker thread with its own connections) when every shard is
+    a server database (not SQLite) and none has a transaction open in this thread: work
+    inside ``atomic`` must see that transaction, so it runs on this thread's
+    connections, one shard after another."""
+    aliases = [shard.db for shard in shards]
+    at_once = all(
+        connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
+        for alias in aliases
+    )
+    return parallel.run_per_shard(
+        [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
+        parallel=at_once,
+    )
+
+
+def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        try:
+            return work(shard)
+        except DatabaseError:
+            if parallel.in_worker():  # a broken connection must not serve the next query
+                connections[alias].close()
+            raise
+
+    return run
+
+
+def _close_worker_connections() -> None:
+    connections.close_all()  # the calling worker thread's own connections
+
+
+parallel.on_worker_exit(_close_worker_connections)
 
 
 def _sort(rows: list[Any], keys: list[tuple[str, bool]], get: Any) -> list[Any]:
