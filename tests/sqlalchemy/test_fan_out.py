@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, func, select, text
+from sqlalchemy import create_engine, event, func, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
+from uid_fields import parallel
 from uid_fields.sqlalchemy import ShardRoutingError, bulk_insert, sharded_session
 from uid_fields.sqlalchemy.fanout import UnmergeableQueryError
 
@@ -107,3 +110,43 @@ def test_what_cannot_be_merged_is_refused_before_running(
         with pytest.raises(UnmergeableQueryError, match=match):
             session.on_all_shards(statement())  # type: ignore[operator]
         assert log.count() == 0
+
+
+def test_column_fan_outs_run_on_every_shard_at_once_when_nothing_was_written(
+    loaded: tuple[dict[str, Engine], Engine],
+) -> None:
+    """Which thread ran each shard's statement tells parallel from sequential."""
+    shards, _ = loaded
+    threads: list[tuple[str, str]] = []
+
+    def note(name: str) -> Any:
+        def before(*args: Any) -> None:
+            threads.append((name, threading.current_thread().name))
+
+        return before
+
+    hooks = {name: note(name) for name in shards}
+    for name, engine in shards.items():
+        event.listen(engine, "before_cursor_execute", hooks[name])
+    try:
+        server = next(iter(shards.values())).dialect.name != "sqlite"
+        with sharded_session(shards) as session:
+            count = select(func.count()).select_from(Order)
+            assert session.on_all_shards(count).scalar() == 200
+            in_pool = {n for n, t in threads if t.startswith("uid_fields-fanout")}
+            assert in_pool == (set(SHARDS) if server else set())
+            threads.clear()
+            orders = session.on_all_shards(select(Order).limit(3)).scalars().all()
+            assert all(o in session for o in orders)  # objects: through the session
+            assert not any(t.startswith("uid_fields-fanout") for _, t in threads)
+            session.add(Order(customer="pending"))
+            session.flush()
+            threads.clear()
+            assert session.on_all_shards(count).scalar() == 201  # sees its own write
+            assert not any(t.startswith("uid_fields-fanout") for _, t in threads)
+            session.rollback()
+            assert session.on_all_shards(count).scalar() == 200
+    finally:
+        for name, engine in shards.items():
+            event.remove(engine, "before_cursor_execute", hooks[name])
+        parallel.shutdown()

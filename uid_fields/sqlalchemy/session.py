@@ -27,6 +27,7 @@ from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
+from .. import parallel
 from ..shards import ShardMap
 from .errors import ShardKeyError, ShardRoutingError
 from .fanout import plan_fan_out
@@ -78,6 +79,12 @@ class ShardedIdSession(ShardedSession):
         )
         self._flush_shards: set[str] = set()
         event.listen(self, "before_flush", self._before_flush)
+        # Whether this transaction wrote (a flush, or DML through execute()): then a
+        # fan-out must read through the session's own connections.
+        self._wrote = False
+        event.listen(self, "after_flush", self._note_write)
+        event.listen(self, "do_orm_execute", self._note_dml)
+        event.listen(self, "after_transaction_end", self._end_of_writes)
         # Shard name -> connection of the root transaction, for two-phase commit.
         self._begun: dict[str, Connection] = {}
         #: Called with each stage of a two-phase commit ("prepared", "decided",
@@ -130,16 +137,48 @@ class ShardedIdSession(ShardedSession):
         GROUP BY, DISTINCT and AVG raise ``UnmergeableQueryError`` before anything runs.
         """
         plan = plan_fan_out(statement)
-        results = [
-            self.execute(
-                plan.per_shard,
-                params,
-                execution_options=execution_options or {},
-                bind_arguments={"shard_id": shard},
-            )
-            for shard in self.shard_names
-        ]
+        options = dict(execution_options or {})
+        if self._fan_out_in_parallel(plan.per_shard):
+            engines = self._engines
+
+            def on(shard: str) -> Callable[[], Result[Any]]:
+                def run() -> Result[Any]:
+                    with engines[shard].connect() as connection:
+                        result = connection.execute(
+                            plan.per_shard, params, execution_options=options
+                        )
+                        rows: Result[Any] = result.freeze()()  # read before it goes back
+                        return rows
+
+                return run
+
+            results = parallel.run_per_shard([on(shard) for shard in self.shard_names])
+        else:
+            results = [
+                self.execute(
+                    plan.per_shard,
+                    params,
+                    execution_options=options,
+                    bind_arguments={"shard_id": shard},
+                )
+                for shard in self.shard_names
+            ]
         return plan.merge(results)
+
+    def _fan_out_in_parallel(self, statement: Any) -> bool:
+        """Whether a fan-out may run on connections of its own, one per shard at once.
+
+        Only rows of columns (counts, aggregates, ids): objects must come through this
+        session's identity map. Only server databases (not SQLite). And only when this
+        session has written nothing in its transaction, since other connections would
+        not see those writes.
+        """
+        if self._wrote or self.new or self.dirty or self.deleted:
+            return False
+        if any(e.dialect.name == "sqlite" for e in self._engines.values()):
+            return False
+        descriptions = getattr(statement, "column_descriptions", None) or []
+        return not any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
 
     # -- objects -------------------------------------------------------------------------
     def shard_of(self, instance: Any) -> str:
@@ -249,6 +288,18 @@ class ShardedIdSession(ShardedSession):
         if trans is not None:
             return trans.connection(mapper, shard_id=shard_id)
         return super().connection_callable(mapper, instance, shard_id, **kw)
+
+    # -- what the transaction wrote ----------------------------------------------------
+    def _note_write(self, session: Session, flush_context: Any) -> None:
+        self._wrote = True
+
+    def _note_dml(self, state: ORMExecuteState) -> None:
+        if not state.is_select:
+            self._wrote = True
+
+    def _end_of_writes(self, session: Session, transaction: Any) -> None:
+        if transaction.parent is None:
+            self._wrote = False
 
     # -- two-phase commit --------------------------------------------------------------
     def _track_connection(self, session: Session, transaction: Any, connection: Connection) -> None:
