@@ -81,3 +81,23 @@ def test_inside_a_transaction_the_fan_out_stays_on_this_thread(
             assert Order.objects.on_all_shards().filter(note=created.note).count() == 1
         Order.objects.on_all_shards().count()
     assert workers(opened) == set()
+
+
+@pytest.mark.skipif(settings.BACKEND != "postgres", reason="terminates PostgreSQL sessions")
+def test_a_pool_connection_the_server_closed_is_replaced(
+    opened: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import connections
+
+    from uid_fields.django import query
+
+    Order.objects.create(note="one")
+    assert Order.objects.on_all_shards().count() == 1  # the pool threads connect
+    for alias in settings.SHARDS:  # the server drops every other session (a restart)
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+    monkeypatch.setattr(query, "_IDLE_CHECK_S", -1.0)  # as after a long idle time
+    assert Order.objects.on_all_shards().count() == 1

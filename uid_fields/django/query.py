@@ -8,6 +8,8 @@ default the id, which for these ids is creation time.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
@@ -704,6 +706,8 @@ def _gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> li
 
 def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
     def run() -> Any:
+        if parallel.in_worker():
+            _fresh_worker_connection(alias)
         try:
             return work(shard)
         except DatabaseError:
@@ -712,6 +716,23 @@ def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[]
             raise
 
     return run
+
+
+#: A pool thread's connection idle this long is checked before use (a server may have
+#: closed it: MySQL's wait_timeout, a restart), as Django checks at each request.
+_IDLE_CHECK_S = 30.0
+_last_used = threading.local()
+
+
+def _fresh_worker_connection(alias: str) -> None:
+    used: dict[str, float] = getattr(_last_used, "at", None) or {}
+    _last_used.at = used
+    now = time.monotonic()
+    connection = connections[alias]
+    idle = now - used.get(alias, now) > _IDLE_CHECK_S
+    if connection.connection is not None and idle and not connection.is_usable():
+        connection.close()
+    used[alias] = now
 
 
 def _close_worker_connections() -> None:
