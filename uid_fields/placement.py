@@ -550,7 +550,7 @@ class KeyRanges:
     and declare the id field with ``shard_key="region", key_hash="modulo"`` (the shard key
     *is* the logical shard) and set ``row.region = regions.logical_shard(row.continent)``.
     ``logical_shard(key, within=user_id)`` spreads one key's rows over its whole range,
-    so the range can later be split between databases (``move-shards``).
+    so the range can later be split between databases.
     """
 
     def __init__(

@@ -146,6 +146,9 @@ def test_column_fan_outs_run_on_every_shard_at_once_when_nothing_was_written(
             assert not any(t.startswith("uid_fields-fanout") for _, t in threads)
             session.rollback()
             assert session.on_all_shards(count).scalar() == 200
+            bulk_insert(session, Order, [{"customer": "bulk"}] * 8)  # not committed yet
+            assert session.on_all_shards(count).scalar() == 208  # on its connections
+            session.rollback()
     finally:
         for name, engine in shards.items():
             event.remove(engine, "before_cursor_execute", hooks[name])

@@ -79,21 +79,16 @@ class ShardedIdSession(ShardedSession):
         )
         self._flush_shards: set[str] = set()
         event.listen(self, "before_flush", self._before_flush)
-        # Whether this transaction wrote (a flush, or DML through execute()): then a
-        # fan-out must read through the session's own connections.
-        self._wrote = False
-        event.listen(self, "after_flush", self._note_write)
-        event.listen(self, "do_orm_execute", self._note_dml)
-        event.listen(self, "after_transaction_end", self._end_of_writes)
-        # Shard name -> connection of the root transaction, for two-phase commit.
+        # Shard name -> connection of the root transaction: what a two-phase commit
+        # commits, and what a fan-out must read through to see this transaction.
         self._begun: dict[str, Connection] = {}
+        event.listen(self, "after_begin", self._track_connection)
+        event.listen(self, "after_transaction_end", self._forget_connections)
         #: Called with each stage of a two-phase commit ("prepared", "decided",
         #: "finished"): for metrics, and for tests that stop the process there.
         self.on_two_phase_stage: Callable[[str], None] | None = None
         if two_phase:
-            event.listen(self, "after_begin", self._track_connection)
             event.listen(self, "before_commit", self._commit_two_phase)
-            event.listen(self, "after_transaction_end", self._forget_connections)
 
     @property
     def shard_names(self) -> list[str]:
@@ -170,10 +165,11 @@ class ShardedIdSession(ShardedSession):
 
         Only rows of columns (counts, aggregates, ids): objects must come through this
         session's identity map. Only server databases (not SQLite). And only when this
-        session has written nothing in its transaction, since other connections would
-        not see those writes.
+        session's transaction holds no connection to a shard: whatever it wrote or read
+        there (a flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot)
+        is seen only through that connection.
         """
-        if self._wrote or self.new or self.dirty or self.deleted:
+        if self._begun or self.new or self.dirty or self.deleted:
             return False
         if any(e.dialect.name == "sqlite" for e in self._engines.values()):
             return False
@@ -289,19 +285,7 @@ class ShardedIdSession(ShardedSession):
             return trans.connection(mapper, shard_id=shard_id)
         return super().connection_callable(mapper, instance, shard_id, **kw)
 
-    # -- what the transaction wrote ----------------------------------------------------
-    def _note_write(self, session: Session, flush_context: Any) -> None:
-        self._wrote = True
-
-    def _note_dml(self, state: ORMExecuteState) -> None:
-        if not state.is_select:
-            self._wrote = True
-
-    def _end_of_writes(self, session: Session, transaction: Any) -> None:
-        if transaction.parent is None:
-            self._wrote = False
-
-    # -- two-phase commit --------------------------------------------------------------
+    # -- the transaction's connections, and two-phase commit --------------------------
     def _track_connection(self, session: Session, transaction: Any, connection: Connection) -> None:
         for name, engine in self._engines.items():
             if engine is connection.engine:
