@@ -228,17 +228,19 @@ class Command(BaseCommand):
             cursor.execute("SELECT to_regclass(%s)", [expected.sequence])
             if cursor.fetchone()[0] is None:
                 return f"missing sequence {expected.sequence}"
-            bodies = {}
+            bodies, schemas = {}, {}
             for signature in (f"{function}(integer)", f"{function}()", f"{expected.clock}()"):
                 cursor.execute(
-                    "SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure(%s)", [signature]
+                    "SELECT p.prosrc, quote_ident(n.nspname) FROM pg_proc p "
+                    "JOIN pg_namespace n ON n.oid = p.pronamespace "
+                    "WHERE p.oid = to_regprocedure(%s)",
+                    [signature],
                 )
                 row = cursor.fetchone()
                 if row is None:
                     return f"missing function {signature}; run check-db --fix"
-                bodies[signature] = row[0]
-        main = next(sql for sql in expected.create_statements() if "$uid_fields$" in sql)
-        wanted = main.split("$uid_fields$")[1]
+                bodies[signature], schemas[signature] = row
+        wanted = expected.body(schemas[f"{function}(integer)"])
         if _squash(bodies[f"{function}(integer)"]) != _squash(wanted):
             return "stale function body (epoch, layout or shard changed?); run check-db --fix"
         if f"{function}({expected.shard})" not in bodies[f"{function}()"]:
