@@ -18,7 +18,7 @@ from itertools import islice
 from typing import Any
 
 from .placement import Placement
-from .shards import ByDecimalServer, ByField
+from .predicates import logical_range_sql
 
 __all__ = ["AuditResult", "foreign_condition", "foreign_ids"]
 
@@ -41,25 +41,13 @@ class AuditResult:
 
 def foreign_condition(placement: Placement, alias: str, column: str) -> str | None:
     """An SQL predicate on ``column`` true for ids that ``alias`` does not own; None when
-    the route is not arithmetic on the id (then use ``foreign_ids``).
-
-    The predicate uses subtraction, modulo and exact division only (no shifts, no
-    FLOOR), which PostgreSQL, MySQL/MariaDB and SQLite evaluate alike on BIGINTs.
-    """
+    the route is not arithmetic on the id (then use ``foreign_ids``)."""
     shard_map = placement.shard_map
     if shard_map is None:
         return None
     low, high = shard_map.ranges[alias]
-    route = shard_map.route
-    if isinstance(route, ByField):
-        unit = 1 << route.layout.field_shift(route.field)
-        size = 1 << route.layout.field_bits(route.field)
-        logical = f"((({column} - {column} % {unit}) / {unit}) % {size})"
-    elif isinstance(route, ByDecimalServer):
-        logical = f"({column} % {route.layout.server_scale})"
-    else:
-        return None
-    return f"NOT ({logical} >= {low} AND {logical} < {high})"
+    inside = logical_range_sql(shard_map.route, column, low, high)
+    return None if inside is None else f"NOT {inside}"
 
 
 def foreign_ids(

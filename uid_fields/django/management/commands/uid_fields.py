@@ -1,5 +1,5 @@
 """``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all, fixtures, audit,
-resolve-prepared."""
+move-shards, resolve-prepared."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ...audit import audit
 from ...conf import conf, get_generator, shard_databases
 from ...fields import UidField
 from ...fixtures import dump, load
+from ...moves import shard_move
 from ...operations import next_id_function
 from ...routing import sharded_pk
 from ...twophase import resolve_prepared
@@ -70,6 +71,32 @@ class Command(BaseCommand):
         )
         audit_parser.add_argument("labels", nargs="*", help="app_label or app_label.Model")
         audit_parser.add_argument("--samples", type=int, default=5)
+        move = sub.add_parser(
+            "move-shards",
+            help="copy logical shards to another database, verify, and later --cleanup",
+        )
+        move.add_argument("--map", required=True, help="the shard map (a SHARDS name)")
+        move.add_argument("--from", dest="source", required=True, help="the database they leave")
+        move.add_argument("--to", dest="target", required=True, help="the database they go to")
+        move.add_argument(
+            "--range",
+            dest="span",
+            help="logical shards start:stop (half-open; default: all of the source's)",
+        )
+        move.add_argument(
+            "--logical-shards",
+            type=int,
+            help="what the range counts in (default: the most logical shards of the map's ids)",
+        )
+        move.add_argument("--batch-size", type=int, default=1000)
+        move.add_argument(
+            "--state", help="the file that lets a stopped copy resume (default: in this directory)"
+        )
+        move.add_argument(
+            "--cleanup",
+            action="store_true",
+            help="after the new map is deployed: delete from the source what it no longer owns",
+        )
         resolve = sub.add_parser(
             "resolve-prepared",
             help="finish two-phase transactions a killed process left prepared (PostgreSQL)",
@@ -284,6 +311,69 @@ class Command(BaseCommand):
         self.stdout.write(f"{total} misplaced rows" if total else "every row is on its shard")
         if total:
             raise CommandError(f"{total} rows are stored off their shard")
+
+    # -- move-shards ---------------------------------------------------------------------
+    def do_move_shards(
+        self,
+        map: str,
+        source: str,
+        target: str,
+        span: str | None,
+        logical_shards: int | None,
+        batch_size: int,
+        state: str | None,
+        cleanup: bool,
+        **options: Any,
+    ) -> None:
+        low = high = None
+        if span is not None:
+            try:
+                low, high = (int(part) for part in span.split(":"))
+            except ValueError:
+                raise CommandError(f"--range must be start:stop, got {span!r}") from None
+        state = state or f".uid_fields-move-{map}-{source}-{target}-{span or 'all'}.json".replace(
+            ":", "-"
+        )
+        try:
+            move = shard_move(
+                map,
+                source=source,
+                target=target,
+                low=low,
+                high=high,
+                space=logical_shards,
+                batch=batch_size,
+                state=None if cleanup else state,
+                on_progress=lambda p: self.stdout.write(str(p)),
+            )
+        except (ValueError, TypeError, LookupError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"{move}: {', '.join(t.store.label for t in move.tables)}")
+        if cleanup:
+            try:
+                cleaned = move.cleanup()
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            for report in cleaned:
+                self.stdout.write(str(report))
+            kept = sum(r.kept for r in cleaned)
+            if kept:
+                raise CommandError(f"{kept} rows were kept on {source}: they are not on {target}")
+            return
+        for copied in move.copy():
+            self.stdout.write(str(copied))
+        checked = move.verify()
+        for check in checked:
+            self.stdout.write(str(check))
+        if not all(c.ok for c in checked):
+            raise CommandError("the copy differs from the source; run move-shards again")
+        step = (
+            f"deployed: run move-shards --cleanup to delete the copies left on {source}"
+            if move.deployed
+            else f"next: give these logical shards to {target} in the map and deploy, "
+            "run move-shards again to catch up, then --cleanup"
+        )
+        self.stdout.write(step)
 
     # -- resolve-prepared ----------------------------------------------------------------
     def do_resolve_prepared(

@@ -1,0 +1,149 @@
+"""``manage.py uid_fields move-shards``: the Django side of ``uid_fields.moves``.
+
+Each sharded model of a map (and each model that lives with a sharded parent) becomes a
+``RowStore`` over its base manager: rows are read with ``values_list`` in primary-key
+order and written with ``bulk_create``/``bulk_update``, so field conversions are Django's
+own on both sides. The writes are deliberate copies onto a database the ids may not name
+yet, so they run inside ``allow_off_shard_writes()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from django.apps import apps
+from django.db import connections, models, transaction
+
+from ..moves import MovedTable, Row, ShardMove
+from ..placement import allow_off_shard_writes
+from .routing import parent_link, sharded_pk
+
+__all__ = ["ModelRows", "map_models", "shard_move"]
+
+
+class ModelRows:
+    """A model's rows on any database, as tuples of column values (primary key first)."""
+
+    def __init__(self, model: type[models.Model], route: models.Field[Any, Any]) -> None:
+        self.model = model
+        self.label = model._meta.label
+        meta = model._meta
+        assert meta.pk is not None
+        fields = [meta.pk, *(f for f in meta.concrete_fields if not f.primary_key)]
+        self.attnames = [f.attname for f in fields]
+        self.names = [f.name for f in fields[1:]]
+        self.route_index = self.attnames.index(route.attname)
+        self._table = meta.db_table
+        self._column = str(route.column)
+
+    def column_sql(self, database: str) -> str:
+        quote = connections[database].ops.quote_name
+        return f"{quote(self._table)}.{quote(self._column)}"
+
+    def _rows(self, database: str, where: str | None) -> models.QuerySet[Any]:
+        rows = self.model._base_manager.using(database)
+        # extra() SQL goes through the driver's %-formatting: a modulo is %%.
+        return rows.extra(where=[where.replace("%", "%%")]) if where else rows
+
+    def read(
+        self, database: str, *, after: Any, upto: Any, limit: int, where: str | None
+    ) -> list[Row]:
+        rows = self._rows(database, where)
+        if after is not None:
+            rows = rows.filter(pk__gt=after)
+        if upto is not None:
+            rows = rows.filter(pk__lte=upto)
+        return list(rows.order_by("pk").values_list(*self.attnames)[:limit])
+
+    def count(self, database: str, where: str | None) -> int:
+        return self._rows(database, where).count()
+
+    def writing(self, database: str) -> AbstractContextManager[Any]:
+        return transaction.atomic(using=database)
+
+    def _objects(self, rows: Sequence[Row]) -> list[models.Model]:
+        return [self.model(**dict(zip(self.attnames, row, strict=True))) for row in rows]
+
+    def insert(self, database: str, rows: Sequence[Row]) -> None:
+        with allow_off_shard_writes():
+            self.model._base_manager.using(database).bulk_create(self._objects(rows))
+
+    def update(self, database: str, rows: Sequence[Row]) -> None:
+        if self.names:
+            with allow_off_shard_writes():
+                self.model._base_manager.using(database).bulk_update(
+                    self._objects(rows), self.names
+                )
+
+    def delete(self, database: str, keys: Sequence[Any]) -> None:
+        self.model._base_manager.using(database).filter(pk__in=list(keys)).delete()
+
+
+def map_models(shards: str) -> list[MovedTable]:
+    """The tables a move of map ``shards`` carries, parents before children."""
+    found: dict[type[models.Model], MovedTable] = {}
+    for model in apps.get_models():
+        field = sharded_pk(model)
+        if field is not None and field.shards_name == shards:
+            layout = field.layout
+            key_at = None if layout is None else _key_at(layout)
+            found[model] = MovedTable(ModelRows(model, field), field.placement, key_at)
+    for model in apps.get_models():
+        link = parent_link(model)
+        if link is not None and link.related_model in found:
+            parent = sharded_pk(link.related_model)
+            assert parent is not None and model._meta.pk is not None
+            layout = getattr(model._meta.pk, "layout", None)
+            key_at = None if layout is None else _key_at(layout)
+            found[model] = MovedTable(ModelRows(model, link), parent.placement, key_at)
+    return [found[m] for m in _parents_first(list(found))]
+
+
+def _key_at(layout: Any) -> Any:
+    return lambda ms: layout.min_id(ms, clamp=True)
+
+
+def _parents_first(chosen: list[type[models.Model]]) -> list[type[models.Model]]:
+    """``chosen`` ordered so each model comes after the models its foreign keys name."""
+    ordered: list[type[models.Model]] = []
+    visiting: set[type[models.Model]] = set()
+
+    def visit(model: type[models.Model]) -> None:
+        if model in ordered or model in visiting:
+            return  # placed, or a cycle: its order among the cycle does not matter
+        visiting.add(model)
+        for field in model._meta.concrete_fields:
+            target = field.related_model if field.is_relation else None
+            if target is not None and target is not model and target in chosen:
+                visit(target)
+        visiting.discard(model)
+        ordered.append(model)
+
+    for model in chosen:
+        visit(model)
+    return ordered
+
+
+def shard_move(
+    shards: str,
+    *,
+    source: str,
+    target: str,
+    low: int | None = None,
+    high: int | None = None,
+    state: str | Path | None = None,
+    **options: Any,
+) -> ShardMove:
+    """A ``ShardMove`` of logical shards ``low:high`` (default: all of the source's) of
+    map ``shards`` (settings ``SHARDS``) over every model that map places."""
+    if target not in connections.settings:
+        raise ValueError(f"{target!r} is not a database in DATABASES")
+    tables = map_models(shards)
+    if not tables:
+        raise ValueError(f"no model is sharded by the map {shards!r}")
+    return ShardMove(
+        tables, source=source, target=target, low=low, high=high, state=state, **options
+    )

@@ -1,0 +1,554 @@
+"""Moving logical shards from one database to another on a live system.
+
+Ids never change when a server fills up: a range of logical shards changes database.
+``ShardMove`` does the data side of that, for both ORM adapters, which only hand in each
+table as a ``RowStore`` (read a batch of rows ordered by primary key, write a batch):
+
+1. **Copy** (``copy()``). Every table, parents before children, is walked in primary-key
+   order in batches, on the source and the target side by side (a merge join, so memory
+   is bounded by the batch). Rows of the moved logical shards missing on the target are
+   inserted; until the new map is deployed the target's copy is made equal to the
+   source (rows changed since are updated, rows gone from the source are deleted). The
+   walk's position is saved after every batch in a state file, so a stopped run resumes.
+2. **Catch up.** Writes go on during the copy, to the source. A second walk starts at the
+   first id made since the copy began (less a margin for clock skew between writers):
+   ids are time-ordered, so rows written meanwhile are found by their id's time, not by
+   walking the table again. Ids that carry no time (locality UUIDs) are walked whole.
+3. **Verify** (``verify()``). Per logical shard, the row count and a checksum of the rows
+   are compared on both sides; logical shards that differ are copied again, then checked
+   again.
+4. **Clean up** (``cleanup()``), once the new map gives the range to the target: the
+   source's rows of the range are deleted in batches, children first, and only rows the
+   target holds: a row that never reached the target is kept and reported.
+
+Rows of the range are selected in SQL where the route is arithmetic on the id
+(``uid_fields.predicates``), else checked in Python a batch at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from .placement import Placement
+from .predicates import logical_range_sql
+
+__all__ = [
+    "CleanupReport",
+    "MoveReport",
+    "MoveState",
+    "MovedTable",
+    "Progress",
+    "RowStore",
+    "ShardMove",
+    "VerifyReport",
+]
+
+Row = tuple[Any, ...]
+
+#: Rows written this long before a pass began are still looked for by the next catch-up:
+#: it covers clocks that differ between the processes that make ids.
+DEFAULT_MARGIN_MS = 60_000
+
+
+class RowStore(Protocol):
+    """One table as an adapter exposes it.
+
+    Rows are tuples of column values with the primary key first; ``route_index`` is the
+    position of the value that places the row (its id, or its parent's id).
+    """
+
+    label: str
+    route_index: int
+
+    def column_sql(self, database: str) -> str:
+        """The quoted routing column, for SQL predicates."""
+
+    def read(
+        self, database: str, *, after: Any, upto: Any, limit: int, where: str | None
+    ) -> list[Row]:
+        """Up to ``limit`` rows with ``after < pk <= upto`` (None: no bound) that satisfy
+        the SQL ``where`` (None: every row), ordered by primary key."""
+
+    def count(self, database: str, where: str | None) -> int: ...
+
+    def writing(self, database: str) -> AbstractContextManager[Any]:
+        """A transaction on ``database`` around one batch's writes."""
+
+    def insert(self, database: str, rows: Sequence[Row]) -> None: ...
+
+    def update(self, database: str, rows: Sequence[Row]) -> None: ...
+
+    def delete(self, database: str, keys: Sequence[Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class MovedTable:
+    """A table whose rows follow ``placement`` (its own ids', or its parent's)."""
+
+    store: RowStore
+    placement: Placement
+    #: The smallest primary key made at or after a Unix ms; None for keys without time.
+    key_at: Callable[[int], Any] | None = None
+
+
+@dataclass
+class Progress:
+    """Where a pass over one table stands (``str()`` draws a bar)."""
+
+    table: str
+    phase: str
+    done: int
+    total: int | None
+    elapsed_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        if self.total is None or not self.rate:
+            return None
+        return max(self.total - self.done, 0) / self.rate
+
+    def __str__(self) -> str:
+        width = 24
+        if self.total:
+            filled = min(width, width * self.done // self.total)
+            bar = "#" * filled + "." * (width - filled)
+            of = f"{self.done}/{self.total}"
+        else:
+            bar, of = "~" * width, str(self.done)
+        eta = "" if self.eta_s is None else f", ETA {self.eta_s:.0f} s"
+        return f"{self.phase:<8} {self.table:<24} [{bar}] {of} rows, {self.rate:,.0f} rows/s{eta}"
+
+
+@dataclass
+class MoveReport:
+    """What a copy or catch-up pass changed on the target for one table."""
+
+    table: str
+    phase: str
+    read: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+
+    def __str__(self) -> str:
+        return (
+            f"{self.phase:<8} {self.table}: {self.read} rows read, {self.inserted} inserted, "
+            f"{self.updated} updated, {self.deleted} deleted on the target"
+        )
+
+
+@dataclass
+class VerifyReport:
+    """Row counts and checksums per logical shard, compared on both sides."""
+
+    table: str
+    source_rows: int = 0
+    target_rows: int = 0
+    logical_shards: int = 0
+    differing: list[int] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.differing
+
+    def __str__(self) -> str:
+        state = "match" if self.ok else f"DIFFER in logical shards {self.differing[:10]}"
+        return (
+            f"verify   {self.table}: {self.source_rows} rows on the source, "
+            f"{self.target_rows} on the target, {self.logical_shards} logical shards: {state}"
+        )
+
+
+@dataclass
+class CleanupReport:
+    """Rows of the moved range deleted from the source, and rows kept there."""
+
+    table: str
+    deleted: int = 0
+    kept: int = 0
+    samples: list[Any] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        kept = ""
+        if self.kept:
+            shown = ", ".join(str(s) for s in self.samples)
+            kept = f"; {self.kept} kept: not on the target (e.g. {shown}); copy again first"
+        return f"cleanup  {self.table}: {self.deleted} rows deleted from the source{kept}"
+
+
+class MoveState:
+    """The resumable part of a move, kept in a JSON file between runs."""
+
+    def __init__(self, path: str | Path | None, move: str) -> None:
+        self.path = None if path is None else Path(path)
+        self.move = move
+        self.started_ms: int | None = None
+        self.caught_up_ms: int | None = None
+        self.cursors: dict[str, Any] = {}
+        self.done: set[str] = set()
+        if self.path is not None and self.path.exists():
+            data = json.loads(self.path.read_text())
+            if data.get("move") != move:
+                raise ValueError(
+                    f"{self.path} holds the state of another move ({data.get('move')!r}, "
+                    f"not {move!r}): give another --state file"
+                )
+            self.started_ms = data.get("started_ms")
+            self.caught_up_ms = data.get("caught_up_ms")
+            self.cursors = {k: _decode_key(v) for k, v in data.get("cursors", {}).items()}
+            self.done = set(data.get("done", []))
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        data = {
+            "move": self.move,
+            "started_ms": self.started_ms,
+            "caught_up_ms": self.caught_up_ms,
+            "cursors": {k: _encode_key(v) for k, v in self.cursors.items()},
+            "done": sorted(self.done),
+        }
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text(json.dumps(data, indent=1))
+        partial.replace(self.path)  # atomic: a kill never leaves half a state
+
+
+def _encode_key(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return {"uuid": str(value)}
+    if value is None or isinstance(value, (int, str)):
+        return value
+    raise TypeError(f"cannot keep a position at a key of type {type(value).__name__}")
+
+
+def _decode_key(value: Any) -> Any:
+    return uuid.UUID(value["uuid"]) if isinstance(value, dict) else value
+
+
+def _digest(row: Row) -> int:
+    return int.from_bytes(hashlib.blake2b(repr(row).encode(), digest_size=8).digest(), "big")
+
+
+class ShardMove:
+    """Move logical shards ``low`` to ``high - 1`` from ``source`` to ``target``.
+
+    ``tables`` come parents first. ``state`` is a file that lets a stopped run resume
+    (None: start over each time, which is safe, only slower). ``on_progress`` receives a
+    ``Progress`` about twice a second and at the end of every pass.
+    """
+
+    def __init__(
+        self,
+        tables: Sequence[MovedTable],
+        *,
+        source: str,
+        target: str,
+        low: int | None = None,
+        high: int | None = None,
+        space: int | None = None,
+        batch: int = 1000,
+        state: str | Path | None = None,
+        margin_ms: int = DEFAULT_MARGIN_MS,
+        on_progress: Callable[[Progress], None] | None = None,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        if source == target:
+            raise ValueError(f"the source and the target are both {source!r}")
+        if (low is None) != (high is None):
+            raise TypeError("give both low and high, or neither (the source's whole range)")
+        if low is not None and high is not None and not 0 <= low < high:
+            raise ValueError(f"the range {low}:{high} is empty (half-open: start:stop)")
+        if batch < 1:
+            raise ValueError(f"the batch size must be positive, got {batch}")
+        self.tables = list(tables)
+        self.source, self.target, self.low, self.high = source, target, low, high
+        self.batch = batch
+        self.margin_ms = margin_ms
+        self.on_progress = on_progress
+        self.clock_ms = clock_ms
+        self.space = space or max((t.placement.logical_shards for t in self.tables), default=1)
+        if high is not None and high > self.space:
+            raise ValueError(f"the range {low}:{high} exceeds the {self.space} logical shards")
+        self._ranges = {t.store.label: self._range(t) for t in self.tables}
+        for table in self.tables:
+            self._check_table(table)
+        span = "all" if low is None else f"{low}:{high}"
+        self.state = MoveState(state, f"{source}->{target} {span}")
+
+    def __repr__(self) -> str:
+        return f"<ShardMove {self.source} -> {self.target} logical shards {self._span()}>"
+
+    def _span(self) -> str:
+        if self.low is None or self.high is None:
+            return f"of {self.source}"
+        return f"{self.low}..{self.high - 1}"
+
+    def _range(self, table: MovedTable) -> tuple[int, int]:
+        """The moved logical shards in the table's own logical space.
+
+        Without a range, the source's whole range in the table's map (the target's, once
+        a map without the source is deployed). A range is given over ``space`` logical
+        shards; a route with a multiple of that many (Instagram's 8192 beside a snowflake
+        map's 1024) sees each one as that many of its own, as an even spread and
+        co-located children do.
+        """
+        theirs, label = table.placement.logical_shards, table.store.label
+        if self.low is None or self.high is None:
+            shard_map = table.placement.shard_map
+            ranges = {} if shard_map is None else shard_map.ranges
+            found = ranges.get(self.source) or ranges.get(self.target)
+            if found is None:
+                raise ValueError(f"{label}: neither database is in its shard map")
+            return found
+        if theirs % self.space == 0:
+            factor = theirs // self.space
+            return self.low * factor, self.high * factor
+        if self.space % theirs == 0:
+            factor = self.space // theirs
+            if self.low % factor == 0 and self.high % factor == 0:
+                return self.low // factor, self.high // factor
+        raise ValueError(
+            f"{label}: its ids have {theirs} logical shards, and the range {self.low}:"
+            f"{self.high} of {self.space} is not a whole number of them"
+        )
+
+    def _check_table(self, table: MovedTable) -> None:
+        placement, label = table.placement, table.store.label
+        shard_map = placement.shard_map
+        if shard_map is None:
+            raise ValueError(f"{label}: its ids have no shard map")
+        if self.source not in shard_map.databases:
+            raise ValueError(f"{label}: {self.source!r} is not a database of its shard map")
+        low, high = self._ranges[label]
+        owners = {shard_map.database(n) for n in range(low, high)}
+        if owners not in ({self.source}, {self.target}):
+            raise ValueError(
+                f"{label}: the map gives logical shards {low}..{high - 1} to "
+                f"{sorted(owners)}; a move needs them all on {self.source!r} (before) "
+                f"or all on {self.target!r} (after the new map is deployed)"
+            )
+
+    @property
+    def deployed(self) -> bool:
+        """Whether the current maps already give the range to the target."""
+        return all(self._owner(t) == self.target for t in self.tables)
+
+    def _owner(self, table: MovedTable) -> str:
+        shard_map = table.placement.shard_map
+        assert shard_map is not None  # checked in __init__
+        return shard_map.database(self._ranges[table.store.label][0])
+
+    # -- walking both sides --------------------------------------------------------------
+    def _where(self, table: MovedTable, database: str) -> str | None:
+        column = table.store.column_sql(database)
+        return logical_range_sql(table.placement.route, column, *self._ranges[table.store.label])
+
+    def _logical(self, table: MovedTable, row: Row) -> int:
+        return table.placement.logical_shard_of(row[table.store.route_index])
+
+    def _side(
+        self, table: MovedTable, database: str, after: Any, upto: Any
+    ) -> tuple[list[Row], Any]:
+        """A batch of rows and the last key read (before filtering in Python)."""
+        rows = table.store.read(
+            database, after=after, upto=upto, limit=self.batch, where=self._where(table, database)
+        )
+        return rows, (rows[-1][0] if len(rows) == self.batch else None)
+
+    def _pairs(
+        self, table: MovedTable, after: Any, only: set[int] | None = None
+    ) -> Iterator[tuple[list[Row], list[Row], Any]]:
+        """Batches ``(source rows, target rows, last key)`` of the range, in key order.
+
+        Both sides cover the same keys: the source's batch sets the upper bound, and a
+        full target batch that ends lower pulls it down.
+        """
+        low, high = self._ranges[table.store.label]
+
+        def keep(row: Row) -> bool:
+            logical = self._logical(table, row)
+            return low <= logical < high and (only is None or logical in only)
+
+        cursor = after
+        while True:
+            source, upper = self._side(table, self.source, cursor, None)
+            target, target_end = self._side(table, self.target, cursor, upper)
+            if target_end is not None and (upper is None or target_end < upper):
+                upper = target_end
+                source = [row for row in source if row[0] <= upper]
+            if not source and not target:
+                return
+            last = upper if upper is not None else max(r[0] for r in (*source, *target))
+            yield [r for r in source if keep(r)], [r for r in target if keep(r)], last
+            if upper is None:
+                return
+            cursor = upper
+
+    def _report(
+        self,
+        table: MovedTable,
+        phase: str,
+        done: int,
+        total: int | None,
+        t0: float,
+        last: list[float],
+        final: bool = False,
+    ) -> None:
+        now = time.monotonic()
+        if self.on_progress is not None and (final or now - last[0] >= 0.5):
+            last[0] = now
+            self.on_progress(Progress(table.store.label, phase, done, total, now - t0))
+
+    # -- copy and catch up ---------------------------------------------------------------
+    def _sync(
+        self,
+        table: MovedTable,
+        phase: str,
+        after: Any,
+        *,
+        only: set[int] | None = None,
+        checkpoint: bool = False,
+    ) -> MoveReport:
+        """Make the target's rows of the range (from key ``after`` on) the source's."""
+        store = table.store
+        report = MoveReport(store.label, phase)
+        mirror = not self.deployed  # before the switch, the target holds copies only
+        total = None
+        if phase == "copy":
+            total = store.count(self.source, self._where(table, self.source))
+        t0, last = time.monotonic(), [0.0]
+        for source, target, key in self._pairs(table, after, only):
+            theirs = {row[0]: row for row in target}
+            ours = {row[0] for row in source}
+            missing = [row for row in source if row[0] not in theirs]
+            changed = [row for row in source if row[0] in theirs and theirs[row[0]] != row]
+            gone = [row[0] for row in target if row[0] not in ours]
+            with store.writing(self.target):
+                if missing:
+                    store.insert(self.target, missing)
+                if mirror and changed:
+                    store.update(self.target, changed)
+                if mirror and gone:
+                    store.delete(self.target, gone)
+            report.read += len(source)
+            report.inserted += len(missing)
+            if mirror:
+                report.updated += len(changed)
+                report.deleted += len(gone)
+            if checkpoint:
+                self.state.cursors[store.label] = key
+                self.state.save()
+            self._report(table, phase, report.read, total, t0, last)
+        self._report(table, phase, report.read, total, t0, last, final=True)
+        return report
+
+    def copy(self) -> list[MoveReport]:
+        """Copy the range (resuming a stopped copy), then catch up with rows written
+        since the copy began. Safe to run again at any time: it only catches up."""
+        reports = []
+        if self.state.started_ms is None:
+            self.state.started_ms = self.clock_ms()
+            self.state.save()
+        for table in self.tables:
+            label = table.store.label
+            if label in self.state.done:
+                continue
+            after = self.state.cursors.get(label)
+            reports.append(self._sync(table, "copy", after, checkpoint=True))
+            self.state.done.add(label)
+            self.state.save()
+        since = self.state.caught_up_ms or self.state.started_ms
+        began = self.clock_ms()
+        for table in self.tables:
+            after = None
+            if table.key_at is not None:
+                after = _before(table.key_at(max(since - self.margin_ms, 0)))
+            reports.append(self._sync(table, "catch-up", after))
+        self.state.caught_up_ms = began
+        self.state.save()
+        return reports
+
+    # -- verify --------------------------------------------------------------------------
+    def _sums(self, table: MovedTable) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+        sides: tuple[dict[int, list[int]], dict[int, list[int]]] = ({}, {})
+        t0, last, done = time.monotonic(), [0.0], 0
+        for source, target, _key in self._pairs(table, None):
+            for rows, sums in zip((source, target), sides, strict=True):
+                for row in rows:
+                    entry = sums.setdefault(self._logical(table, row), [0, 0])
+                    entry[0] += 1
+                    entry[1] = (entry[1] + _digest(row)) % (1 << 64)
+            done += len(source)
+            self._report(table, "verify", done, None, t0, last)
+        self._report(table, "verify", done, None, t0, last, final=True)
+        return sides
+
+    def verify(self, *, repair: bool = True, rounds: int = 3) -> list[VerifyReport]:
+        """Compare each logical shard's row count and checksum on both sides. With
+        ``repair`` (and the map not yet deployed) differing shards are copied again and
+        checked again, up to ``rounds`` times."""
+        reports = []
+        for table in self.tables:
+            for attempt in range(rounds):
+                source, target = self._sums(table)
+                report = VerifyReport(
+                    table.store.label,
+                    source_rows=sum(v[0] for v in source.values()),
+                    target_rows=sum(v[0] for v in target.values()),
+                    logical_shards=len(source.keys() | target.keys()),
+                    differing=sorted(
+                        n for n in source.keys() | target.keys() if source.get(n) != target.get(n)
+                    ),
+                )
+                if report.ok or not repair or self.deployed or attempt == rounds - 1:
+                    break
+                self._sync(table, "repair", None, only=set(report.differing))
+            reports.append(report)
+        return reports
+
+    # -- cleanup -------------------------------------------------------------------------
+    def cleanup(self) -> list[CleanupReport]:
+        """Delete the source's rows of the range that the target holds, children first.
+        Refused until the maps give the range to the target."""
+        if not self.deployed:
+            raise ValueError(
+                f"the map still gives logical shards {self._span()} to "
+                f"{self.source!r}: deploy the new map (and copy again) before cleaning up"
+            )
+        reports = []
+        for table in reversed(self.tables):
+            report = CleanupReport(table.store.label)
+            t0, last = time.monotonic(), [0.0]
+            for source, target, _key in self._pairs(table, None):
+                there = {row[0] for row in target}
+                doomed = [row[0] for row in source if row[0] in there]
+                for row in source:
+                    if row[0] not in there:
+                        report.kept += 1
+                        if len(report.samples) < 5:
+                            report.samples.append(row[0])
+                if doomed:
+                    with table.store.writing(self.source):
+                        table.store.delete(self.source, doomed)
+                report.deleted += len(doomed)
+                self._report(table, "cleanup", report.deleted, None, t0, last)
+            self._report(table, "cleanup", report.deleted, None, t0, last, final=True)
+            reports.append(report)
+        return reports
+
+
+def _before(key: Any) -> Any:
+    """The largest integer key below ``key`` (keys walk with ``pk > after``)."""
+    return key - 1 if isinstance(key, int) else None
