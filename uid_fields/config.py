@@ -119,7 +119,9 @@ LEASE_KEYS = {
     "redis": frozenset({"lease", "url", "name", "ttl", "margin", "prefix"}),
     "database": frozenset({"lease", "database", "name", "ttl", "margin"}),
 }
-SHARD_MAP_KEYS = frozenset({"databases", "ranges", "logical_shards", "route_by", "closed"})
+SHARD_MAP_KEYS = frozenset(
+    {"databases", "ranges", "logical_shards", "route_by", "closed", "incoming"}
+)
 
 
 @dataclass(frozen=True)
@@ -730,6 +732,17 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
         report.text(_at(path, "route_by"), entry["route_by"], "a node field name")
     if "closed" in entry:
         _closed_problems(report, _at(path, "closed"), entry)
+    if "incoming" in entry:
+        incoming = entry["incoming"]
+        if isinstance(incoming, str) or not isinstance(incoming, (list, tuple)):
+            report.add(
+                _at(path, "incoming"),
+                f"must be a list of database aliases, got {incoming!r}",
+                E_TYPE,
+            )
+        else:
+            for index, alias in enumerate(incoming):
+                report.text(_at(_at(path, "incoming"), index), alias, "a database alias")
     return report.problems
 
 
@@ -756,6 +769,7 @@ def _shard_map(config: Mapping[str, Any], route: Route) -> ShardMap:
         route=route,
         ranges={alias: (span[0], span[1]) for alias, span in ranges.items()} if ranges else None,
         closed=config.get("closed", ()),
+        incoming=config.get("incoming", ()),
     )
 
 

@@ -148,6 +148,10 @@ class ShardMap:
     without a shard key, and shard keys whose logical shard lies there, get ids on the
     open databases instead; rows already there stay readable and writable, and children
     still follow their parent (``uid_fields.placement`` applies this).
+
+    ``incoming=["db2"]`` names databases that own no logical shard yet but are about to
+    receive some (``uid_fields.moves``): they get the tables of the map's rows, and no
+    row is routed to them until a map with their range is deployed.
     """
 
     def __init__(
@@ -157,6 +161,7 @@ class ShardMap:
         route: Route,
         ranges: Mapping[str, tuple[int, int] | range] | None = None,
         closed: Iterable[str] = (),
+        incoming: Iterable[str] = (),
     ) -> None:
         self.route = route
         total = route.logical_shards
@@ -182,6 +187,9 @@ class ShardMap:
         unknown = sorted(self.closed - set(self.databases))
         if unknown:
             raise ValueError(f"closed names databases not in the map: {unknown}")
+        if isinstance(incoming, str):
+            raise TypeError(f"incoming must be a list of aliases, got {incoming!r}")
+        self.incoming = tuple(d for d in dict.fromkeys(incoming) if d not in self.ranges)
         self.open_databases = tuple(d for d in self.databases if d not in self.closed)
         if not self.open_databases:
             raise ValueError("every database is closed: new rows would have nowhere to go")
@@ -218,7 +226,8 @@ class ShardMap:
     def __repr__(self) -> str:
         spans = ", ".join(f"{a}: {lo}..{hi - 1}" for a, (lo, hi) in self.ranges.items())
         closed = f" closed={sorted(self.closed)}" if self.closed else ""
-        return f"<ShardMap {self.route!r} {{{spans}}}{closed}>"
+        incoming = f" incoming={list(self.incoming)}" if self.incoming else ""
+        return f"<ShardMap {self.route!r} {{{spans}}}{closed}{incoming}>"
 
 
 def _check_cover(ranges: Mapping[str, tuple[int, int]], total: int) -> None:

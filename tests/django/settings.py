@@ -107,6 +107,10 @@ _shard = {"sqlite": _sqlite, "postgres": _postgres, "mysql": _mysql}[BACKEND]
 DATABASES = {"default": _sqlite("default")}
 for index, alias in enumerate(SHARDS):
     DATABASES[alias] = _shard(database_name("uidf_dj", index))
+# A spare server that owns no logical shard ("incoming" in the map): migrated like the
+# shards, tests/django/test_move_shards.py moves shards onto it.
+SPARE = "shard_4"
+DATABASES[SPARE] = _shard(database_name("uidf_dj", len(SHARDS)))
 
 # Ids made by PostgreSQL need db_default (Django 5.0+); check E009 explains it on 4.2.
 DATABASE_IDS = BACKEND == "postgres" and django.VERSION >= (5, 0)
@@ -137,5 +141,5 @@ UID_FIELDS = {
         },
         "php": {"kind": "uniqid", "total_shards": 4},
     },
-    "SHARDS": {"main": {"databases": SHARDS}},
+    "SHARDS": {"main": {"databases": SHARDS, "incoming": [SPARE]}},
 }

@@ -180,7 +180,7 @@ def _shard_map_errors(field: UidField, generator: Mapping[str, Any]) -> list[che
 
 def _shard_aliases(entry: Mapping[str, Any]) -> list[str]:
     aliases: list[str] = []
-    for key in ("databases", "ranges"):
+    for key in ("databases", "ranges", "incoming"):
         value = entry.get(key, ())
         if isinstance(value, (list, tuple, Mapping)):
             aliases.extend(alias for alias in value if isinstance(alias, str))

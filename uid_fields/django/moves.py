@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from django.apps import apps
-from django.db import connections, models, transaction
+from django.db import IntegrityError, connections, models, transaction
 
 from ..moves import MovedTable, Row, ShardMove
 from ..placement import allow_off_shard_writes
@@ -26,6 +26,8 @@ __all__ = ["ModelRows", "map_models", "shard_move"]
 
 class ModelRows:
     """A model's rows on any database, as tuples of column values (primary key first)."""
+
+    integrity_error = IntegrityError
 
     def __init__(self, model: type[models.Model], route: models.Field[Any, Any]) -> None:
         self.model = model

@@ -30,7 +30,7 @@ def next_id_function(generator: str, shards: str, alias: str, function: str) -> 
     if not isinstance(gen, ShardedIdGenerator) or not isinstance(gen.layout, SnowflakeLayout):
         raise ValueError(f"generator {generator!r} is not a sharded generator")
     shard_map = get_shard_map(shards, generator)
-    low = stamped_logical_shard(shard_map, alias)
+    low = None if alias in shard_map.incoming else stamped_logical_shard(shard_map, alias)
     max_ahead = conf.GENERATORS[generator].get("max_ahead_ms", DEFAULT_MAX_AHEAD_MS)
     return NextIdFunction(
         gen.layout,
@@ -71,7 +71,11 @@ class _InstallFunction(Operation):
             return False
         if self.shards is None:
             return True
-        return connection.alias in get_shard_map(self.shards, self.generator).databases
+        return connection.alias in self._databases()
+
+    def _databases(self) -> tuple[str, ...]:
+        assert self.shards is not None
+        return get_shard_map(self.shards, self.generator).databases
 
     def statements(self, alias: str, forwards: bool) -> list[str]:
         raise NotImplementedError
@@ -109,6 +113,12 @@ class InstallNextId(_InstallFunction):
 
     def __init__(self, generator: str, shards: str, function: str = "uid_next_id") -> None:
         super().__init__(generator, shards, function)
+
+    def _databases(self) -> tuple[str, ...]:
+        """The map's databases and its incoming ones (their function makes no id yet)."""
+        assert self.shards is not None
+        shard_map = get_shard_map(self.shards, self.generator)
+        return (*shard_map.databases, *shard_map.incoming)
 
     def statements(self, alias: str, forwards: bool) -> list[str]:
         assert self.shards is not None

@@ -76,10 +76,13 @@ class NextIdFunction:
 
     ``shard`` is the logical shard that ids made by the plain ``name()`` carry;
     ``name(shard integer)`` makes ids for another logical shard (to co-locate by key).
+    ``shard=None`` is for a database that owns no logical shard yet (an ``incoming``
+    one of its map): its tables get their defaults, and ``name()`` refuses to make an
+    id until a map that gives it a range is deployed and ``check-db --fix`` runs.
     """
 
     layout: SnowflakeLayout
-    shard: int
+    shard: int | None
     name: str = "uid_next_id"
     shard_field: str = "shard"
     node: Mapping[str, int] | None = None
@@ -95,7 +98,8 @@ class NextIdFunction:
         if self.layout.time_unit_ms < 1 or self.layout.low_fields:
             raise ValueError("database-side generation supports layouts without low fields")
         bits = self.layout.field_bits(self.shard_field)
-        check.integer("shard", self.shard, 0, (1 << bits) - 1)
+        if self.shard is not None:
+            check.integer("shard", self.shard, 0, (1 << bits) - 1)
 
     @property
     def sequence(self) -> str:
@@ -188,6 +192,13 @@ END
             f"CREATE OR REPLACE FUNCTION %1$s.{self.name}() RETURNS bigint "
             f"LANGUAGE sql VOLATILE AS $$ SELECT %1$s.{self.name}({self.shard}) $$"
         )
+        if self.shard is None:
+            wrapper = (
+                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}() RETURNS bigint "
+                "LANGUAGE plpgsql VOLATILE AS $$ BEGIN RAISE EXCEPTION "
+                "'this database owns no logical shard yet: deploy a shard map that gives "
+                "it a range, then run check-db --fix'; END $$"
+            )
         return [
             f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} AS bigint MINVALUE 0 START 0",
             f"CREATE OR REPLACE FUNCTION {self.clock}() RETURNS bigint LANGUAGE sql VOLATILE "
