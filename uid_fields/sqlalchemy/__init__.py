@@ -20,6 +20,7 @@ from .errors import ShardKeyError, ShardRoutingError
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field_config
 from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
+from .moves import shard_move
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .twophase import resolve_prepared
 from .types import LocalityUUIDType, SnowflakeType
@@ -49,6 +50,7 @@ __all__ = [
     "lease_table",
     "place_on_shard",
     "resolve_prepared",
+    "shard_move",
     "sharded_session",
     "sharded_sessionmaker",
 ]
