@@ -117,7 +117,7 @@ def _table(entity: Any) -> Table:
 
 def _key_at(route: TableRoute) -> Any:
     """The smallest primary key made at a Unix ms, for primary keys that carry time."""
-    key = list(route.table.primary_key.columns)[0]
+    key = next(iter(route.table.primary_key.columns))
     config = field_config(key)
     layout = getattr(getattr(config, "generator", None), "layout", None)
     if not isinstance(layout, IntLayout):
