@@ -386,8 +386,9 @@ class ShardMove:
 
     def _pairs(
         self, table: MovedTable, after: Any, only: set[int] | None = None
-    ) -> Iterator[tuple[list[Row], list[Row], Any]]:
-        """Batches ``(source rows, target rows, last key)`` of the range, in key order.
+    ) -> Iterator[tuple[list[Row], list[Row], Any, int]]:
+        """Batches ``(source rows, target rows, last key, source rows walked)`` of the
+        range, in key order (rows walked include those checked and left in Python).
 
         Both sides cover the same keys: the source's batch sets the upper bound, and a
         full target batch that ends lower pulls it down.
@@ -408,7 +409,7 @@ class ShardMove:
             if not source and not target:
                 return
             last = upper if upper is not None else max(r[0] for r in (*source, *target))
-            yield [r for r in source if keep(r)], [r for r in target if keep(r)], last
+            yield [r for r in source if keep(r)], [r for r in target if keep(r)], last, len(source)
             if upper is None:
                 return
             cursor = upper
@@ -424,20 +425,8 @@ class ShardMove:
             return False
         return True
 
-    def _report(
-        self,
-        table: MovedTable,
-        phase: str,
-        done: int,
-        total: int | None,
-        t0: float,
-        last: list[float],
-        final: bool = False,
-    ) -> None:
-        now = time.monotonic()
-        if self.on_progress is not None and (final or now - last[0] >= 0.5):
-            last[0] = now
-            self.on_progress(Progress(table.store.label, phase, done, total, now - t0))
+    def _ticker(self, table: MovedTable, phase: str, total: int | None = None) -> _Ticker:
+        return _Ticker(self.on_progress, table.store.label, phase, total)
 
     # -- copy and catch up ---------------------------------------------------------------
     def _sync(
@@ -456,8 +445,8 @@ class ShardMove:
         total = None
         if phase == "copy":
             total = store.count(self.source, self._where(table, self.source))
-        t0, last = time.monotonic(), [0.0]
-        for source, target, key in self._pairs(table, after, only):
+        ticker = self._ticker(table, phase, total)
+        for source, target, key, walked in self._pairs(table, after, only):
             theirs = {row[0]: row for row in target}
             ours = {row[0] for row in source}
             missing = [row for row in source if row[0] not in theirs]
@@ -487,8 +476,8 @@ class ShardMove:
             if checkpoint:
                 self.state.cursors[store.label] = key
                 self.state.save()
-            self._report(table, phase, report.read, total, t0, last)
-        self._report(table, phase, report.read, total, t0, last, final=True)
+            ticker.tick(walked)
+        ticker.end()
         return report
 
     def copy(self) -> list[MoveReport]:
@@ -523,8 +512,8 @@ class ShardMove:
         lacks."""
         sides: tuple[_Sums, _Sums] = ({}, {})
         missing: dict[int, int] = {}
-        t0, last, done = time.monotonic(), [0.0], 0
-        for source, target, _key in self._pairs(table, None):
+        ticker = self._ticker(table, "verify")
+        for source, target, _key, walked in self._pairs(table, None):
             for rows, sums in zip((source, target), sides, strict=True):
                 for row in rows:
                     entry = sums.setdefault(self._logical(table, row), [0, 0])
@@ -535,9 +524,8 @@ class ShardMove:
                 if row[0] not in there:
                     logical = self._logical(table, row)
                     missing[logical] = missing.get(logical, 0) + 1
-            done += len(source)
-            self._report(table, "verify", done, None, t0, last)
-        self._report(table, "verify", done, None, t0, last, final=True)
+            ticker.tick(walked)
+        ticker.end()
         return sides[0], sides[1], missing
 
     def verify(self, *, repair: bool = True, rounds: int = 3) -> list[VerifyReport]:
@@ -586,8 +574,8 @@ class ShardMove:
         reports = []
         for table in reversed(self.tables):
             report = CleanupReport(table.store.label)
-            t0, last = time.monotonic(), [0.0]
-            for source, target, _key in self._pairs(table, None):
+            ticker = self._ticker(table, "cleanup")
+            for source, target, _key, walked in self._pairs(table, None):
                 there = {row[0] for row in target}
                 doomed = [row[0] for row in source if row[0] in there]
                 for row in source:
@@ -599,10 +587,38 @@ class ShardMove:
                     with table.store.writing(self.source):
                         table.store.delete(self.source, doomed)
                 report.deleted += len(doomed)
-                self._report(table, "cleanup", report.deleted, None, t0, last)
-            self._report(table, "cleanup", report.deleted, None, t0, last, final=True)
+                ticker.tick(walked)
+            ticker.end()
             reports.append(report)
         return reports
+
+
+class _Ticker:
+    """Reports a pass's progress about twice a second, and once at its end."""
+
+    def __init__(
+        self,
+        on_progress: Callable[[Progress], None] | None,
+        label: str,
+        phase: str,
+        total: int | None,
+    ) -> None:
+        self.on_progress, self.label, self.phase, self.total = on_progress, label, phase, total
+        self.started = self.shown = time.monotonic()
+        self.done, self.shown_done = 0, -1
+
+    def tick(self, count: int, *, final: bool = False) -> None:
+        self.done += count
+        now = time.monotonic()
+        if self.on_progress is None or self.done == self.shown_done:
+            return
+        if final or now - self.shown >= 0.5 or self.shown_done < 0:
+            self.shown, self.shown_done = now, self.done
+            progress = Progress(self.label, self.phase, self.done, self.total, now - self.started)
+            self.on_progress(progress)
+
+    def end(self) -> None:
+        self.tick(0, final=True)
 
 
 def _before(key: Any) -> Any:

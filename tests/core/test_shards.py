@@ -16,6 +16,7 @@ from uid_fields import (
     SnowflakeGenerator,
     UniqIdGenerator,
 )
+from uid_fields.config import shard_map_problems
 from uid_fields.layouts import DECIMAL
 from uid_fields.shards import (
     ByDecimalServer,
@@ -136,3 +137,24 @@ def test_uniqid_and_decimal_routes() -> None:
         assert shard_map.database_for(value) == DBS[int(value[0])]
     decimal_map = ShardMap(["a", "b"], route=ByDecimalServer(DECIMAL))
     assert decimal_map.database_for(DECIMAL.compose(timestamp_ms=DECIMAL.epoch_ms, server=7)) == "b"
+
+
+def test_incoming_databases_own_nothing_until_a_map_gives_them_a_range() -> None:
+    route = ByField(INSTAGRAM, "shard")
+    before = ShardMap(["shard_0", "shard_1"], route=route, incoming=["shard_2", "shard_2"])
+    assert before.incoming == ("shard_2",) and "shard_2" not in before.databases
+    ids = ShardedIdGenerator(INSTAGRAM)
+    assert {before.database_for(ids.next_id(shard=s)) for s in range(8192)} == {
+        "shard_0",
+        "shard_1",
+    }
+    after = ShardMap(
+        route=route,
+        ranges={"shard_0": (0, 4096), "shard_1": (4096, 6144), "shard_2": (6144, 8192)},
+        incoming=["shard_2"],  # left in the settings after the switch: it owns a range now
+    )
+    assert after.incoming == () and after.database(7000) == "shard_2"
+    with pytest.raises(TypeError, match="list of aliases"):
+        ShardMap(["shard_0"], route=route, incoming="shard_1")
+    problems = shard_map_problems("main", {"databases": ["shard_0"], "incoming": "shard_1"})
+    assert [(p.path, p.code) for p in problems] == [("SHARDS.main.incoming", "E014")]
