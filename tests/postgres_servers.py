@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -64,21 +64,71 @@ def postgres_cluster(*settings: str) -> Iterator[PostgresCluster]:
     bin_dir = _bin_dir()
     if bin_dir is None:
         services.unavailable("initdb", FileNotFoundError("PostgreSQL server binaries"))
-    user: list[str] = []
-    if os.geteuid() == 0:
-        user = ["runuser", "-u", "postgres", "--"]
+    user = _server_user()
+    with _directory(user) as root:
+        cluster = PostgresCluster(root / "data", free_port(), bin_dir, user)
+        cluster.run(
+            "initdb", "-D", str(cluster.directory), "-U", "postgres", "-A", "trust", "--no-sync"
+        )
+        with _running(cluster, root, settings):
+            yield cluster
+
+
+@contextmanager
+def streaming_replica(primary: PostgresCluster) -> Iterator[PostgresCluster]:
+    """A hot standby of ``primary`` (``pg_basebackup -R``: physical streaming
+    replication) on another free loopback port; read-only, a little behind."""
+    with _directory(primary._user) as root:
+        replica = PostgresCluster(root / "data", free_port(), primary.bin_dir, primary._user)
+        replica.run(
+            "pg_basebackup", "-D", str(replica.directory), "-R", "-X", "stream",
+            "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres", "--no-sync",
+            "--checkpoint=fast",
+        )  # fmt: skip
+        with _running(replica, root, ("hot_standby=on",)):
+            yield replica
+
+
+def wait_for_replay(primary_url: str, replica_url: str, timeout: float = 30.0) -> None:
+    """Until the replica has replayed everything the primary has written so far."""
+    with psycopg.connect(primary_url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_current_wal_lsn()").fetchone()
+        assert row is not None
+        target = row[0]
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(replica_url, autocommit=True) as conn:
+        while True:
+            done = conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [target])
+            if (done.fetchone() or [False])[0]:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the replica did not replay up to {target}")
+            time.sleep(0.02)
+
+
+def _server_user() -> list[str]:
+    return ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+
+
+@contextmanager
+def _directory(user: list[str]) -> Iterator[Path]:
     root = Path(tempfile.mkdtemp(prefix="uidf-pg-"))
-    data = root / "data"
     if user:
         shutil.chown(root, "postgres", "postgres")
-    port = free_port()
-    cluster = PostgresCluster(data, port, bin_dir, user)
     try:
-        cluster.run("initdb", "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync")
-        options = " ".join(
-            [f"-p {port}", "-c listen_addresses=127.0.0.1", f"-k {root}", "-c fsync=off"]
-            + [f"-c {s}" for s in settings]
-        )
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def _running(cluster: PostgresCluster, root: Path, settings: Sequence[str]) -> Iterator[None]:
+    data, port = cluster.directory, cluster.port
+    options = " ".join(
+        [f"-p {port}", "-c listen_addresses=127.0.0.1", f"-k {root}", "-c fsync=off"]
+        + [f"-c {s}" for s in settings]
+    )
+    try:
         cluster.run(
             "pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"
         )
@@ -91,13 +141,13 @@ def postgres_cluster(*settings: str) -> Iterator[PostgresCluster]:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
-        yield cluster
+        yield
     finally:
         if (data / "postmaster.pid").exists():
             subprocess.run(
-                [*user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                [*cluster._user, str(cluster.bin_dir / "pg_ctl"), "-D", str(data), "-m",
+                 "immediate", "stop"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 timeout=60,
-            )
-        shutil.rmtree(root, ignore_errors=True)
+            )  # fmt: skip

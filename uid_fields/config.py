@@ -59,6 +59,7 @@ __all__ = [
     "describe",
     "generator_problems",
     "layout_of",
+    "replicas_of",
     "route_of",
     "shard_map_of",
     "shard_map_problems",
@@ -93,6 +94,7 @@ TOP_LEVEL: dict[str, type] = {
     "MIGRATE_SHARDED_ON_DEFAULT": bool,
     "UNSHARDED_ON_SHARDS": bool,
     "DRF_STRING_IDS": bool,
+    "READ_YOUR_WRITES_SECONDS": float,
 }
 _INT_KEYS = frozenset({"kind", "layout", "epoch", "unsigned", "fields", "max_backward_ms"})
 GENERATOR_KEYS: dict[str, frozenset[str]] = {
@@ -120,7 +122,7 @@ LEASE_KEYS = {
     "database": frozenset({"lease", "database", "name", "ttl", "margin"}),
 }
 SHARD_MAP_KEYS = frozenset(
-    {"databases", "ranges", "logical_shards", "route_by", "closed", "incoming"}
+    {"databases", "ranges", "logical_shards", "route_by", "closed", "incoming", "replicas"}
 )
 
 
@@ -224,6 +226,12 @@ def _validate(settings: object, *, now_ms: int | None, database_leases: bool) ->
     for key, kind in TOP_LEVEL.items():
         if key in settings and kind is bool:
             report.flag(key, settings[key])
+    if "READ_YOUR_WRITES_SECONDS" in settings:
+        pin = settings["READ_YOUR_WRITES_SECONDS"]
+        if isinstance(pin, bool) or not isinstance(pin, (int, float)) or pin < 0:
+            report.add(
+                "READ_YOUR_WRITES_SECONDS", f"must be a number of seconds >= 0, got {pin!r}", E_TYPE
+            )
     generators = report.mapping("GENERATORS", settings.get("GENERATORS", {}), "GENERATORS")
     for name, config in (generators or {}).items():
         report.problems.extend(
@@ -732,6 +740,11 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
         report.text(_at(path, "route_by"), entry["route_by"], "a node field name")
     if "closed" in entry:
         _closed_problems(report, _at(path, "closed"), entry)
+    if "replicas" in entry:
+        try:
+            replicas_of(entry)
+        except (TypeError, ValueError) as exc:
+            report.add(_at(path, "replicas"), str(exc), E_TYPE)
     if "incoming" in entry:
         incoming = entry["incoming"]
         if isinstance(incoming, str) or not isinstance(incoming, (list, tuple)):
@@ -744,6 +757,43 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
             for index, alias in enumerate(incoming):
                 report.text(_at(_at(path, "incoming"), index), alias, "a database alias")
     return report.problems
+
+
+def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The read replicas a ``SHARDS`` entry names, primary -> replica aliases.
+
+    ``{"shard_1": ["shard_1_r1"]}`` or ``{"shard_1": {"primary": "shard_1", "replicas":
+    ["shard_1_r1"]}}``; the primary is the database of the map (writes never move).
+    ``TypeError``/``ValueError`` describe a malformed one.
+    """
+    value = entry.get("replicas", {})
+    if not isinstance(value, Mapping):
+        raise TypeError(f"must be a dict of database alias -> replica aliases, got {value!r}")
+    ranges = entry.get("ranges")
+    known = set(ranges) if isinstance(ranges, Mapping) else set(entry.get("databases") or ())
+    found: dict[str, list[str]] = {}
+    for alias, spec in value.items():
+        if isinstance(spec, Mapping):
+            extra = sorted(set(spec) - {"primary", "replicas"})
+            if extra:
+                raise ValueError(f"{alias}: unknown keys {extra} (primary, replicas)")
+            if spec.get("primary", alias) != alias:
+                raise ValueError(
+                    f"{alias}: the primary must be {alias!r} itself (the map's database "
+                    f"takes the writes), got {spec.get('primary')!r}"
+                )
+            spec = spec.get("replicas", [])
+        if isinstance(spec, str) or not isinstance(spec, (list, tuple)):
+            raise TypeError(f"{alias}: replicas must be a list of aliases, got {spec!r}")
+        if alias not in known:
+            raise ValueError(f"{alias!r} is not a database of this map")
+        for replica in spec:
+            if not isinstance(replica, str) or not replica:
+                raise TypeError(f"{alias}: a replica must be a database alias, got {replica!r}")
+            if replica == alias or replica in known:
+                raise ValueError(f"{alias}: {replica!r} is a database of the map, not a replica")
+        found[alias] = list(spec)
+    return found
 
 
 def _closed_problems(report: _Report, at: str, entry: Mapping[str, Any]) -> None:

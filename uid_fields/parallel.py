@@ -11,6 +11,7 @@ its calls one after another instead of waiting on the pool it occupies.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -77,7 +78,9 @@ def run_per_shard(calls: Sequence[Callable[[], T]], *, parallel: bool = True) ->
     is more than one, the pool has workers and this is not already a worker thread."""
     if not parallel or len(calls) < 2 or _workers == 0 or in_worker():
         return [call() for call in calls]
-    futures = [_executor().submit(call) for call in calls]
+    # Each call runs in a copy of the caller's context: what the request set (its
+    # read-your-writes pins, a pinned shard) holds in the workers too.
+    futures = [_executor().submit(contextvars.copy_context().run, call) for call in calls]
     wait(futures)
     return [future.result() for future in futures]
 

@@ -111,6 +111,11 @@ for index, alias in enumerate(SHARDS):
 # shards, tests/django/test_move_shards.py moves shards onto it.
 SPARE = "shard_4"
 DATABASES[SPARE] = _shard(database_name("uidf_dj", len(SHARDS)))
+# A read replica of shard_1 (in no map here: tests/django/test_replicas.py adds it). In
+# tests Django points it at shard_1's database (a replica without lag);
+# test_replicas.py also runs against a real streaming replica.
+REPLICA = "shard_1_r1"
+DATABASES[REPLICA] = {**DATABASES["shard_1"], "TEST": {"MIRROR": "shard_1"}}
 
 # Ids made by PostgreSQL need db_default (Django 5.0+); check E009 explains it on 4.2.
 DATABASE_IDS = BACKEND == "postgres" and django.VERSION >= (5, 0)

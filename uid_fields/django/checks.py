@@ -21,6 +21,7 @@ shards; W001 a layout exhausted within five years.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -184,6 +185,9 @@ def _shard_aliases(entry: Mapping[str, Any]) -> list[str]:
         value = entry.get(key, ())
         if isinstance(value, (list, tuple, Mapping)):
             aliases.extend(alias for alias in value if isinstance(alias, str))
+    with suppress(TypeError, ValueError):  # a malformed "replicas" is E014
+        for replicas in core.replicas_of(entry).values():
+            aliases.extend(replicas)
     return aliases
 
 

@@ -29,6 +29,7 @@ from django.db.models.query import (
 from .. import parallel
 from ..errors import ShardKeyError, UnroutableQueryError
 from .fields import UidField, _is_db_default
+from .replicas import read_alias, read_pins, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
 from .twophase import two_phase_atomic
 
@@ -37,14 +38,41 @@ __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 _ROUTING_LOOKUPS = {"": "exact", "exact": "exact", "in": "in"}
 
 
+class PrimaryModelIterable(ModelIterable):  # type: ignore[type-arg]
+    """Model instances that name their primary in ``_state.db`` even when a replica was
+    read: ``save()`` and related managers follow ``_state.db``, and must reach the
+    primary."""
+
+    def __iter__(self) -> Iterator[Any]:
+        primaries = replica_primaries()
+        for obj in super().__iter__():
+            if primaries:
+                _to_primary(obj, primaries)
+            yield obj
+
+
+def _to_primary(obj: models.Model, primaries: dict[str, str], depth: int = 0) -> None:
+    primary = primaries.get(obj._state.db or "")
+    if primary is None:
+        return
+    obj._state.db = primary
+    if depth < 8:  # rows joined by select_related() came from the same replica
+        for related in obj._state.fields_cache.values():
+            if isinstance(related, models.Model):
+                _to_primary(related, primaries, depth + 1)
+
+
 class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shard_aliases: tuple[str, ...] | None = None
+        self._read_alias: str | None = None  # chosen once for a fan-out's shard query
+        self._iterable_class = PrimaryModelIterable
 
     def _clone(self) -> ShardedQuerySet:
         clone: ShardedQuerySet = super()._clone()
         clone._shard_aliases = self._shard_aliases
+        clone._read_alias = self._read_alias
         return clone
 
     # -- routing -------------------------------------------------------------------------
@@ -54,6 +82,18 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     @property
     def db(self) -> str:
+        """The database this query runs on: for a read, one of the shard's replicas when
+        it has some and nothing pins the read to the primary (``uid_fields.replicas``)."""
+        primary = self.primary_db
+        if self._for_write:
+            return primary
+        if self._read_alias is not None:
+            return self._read_alias
+        return read_alias(primary)
+
+    @property
+    def primary_db(self) -> str:
+        """The database the rows live on (and writes go to)."""
         if self._db is None and self._shard_aliases is not None and len(self._shard_aliases) == 1:
             return self._shard_aliases[0]
         if self._db is None and self.query.is_empty() and self._shard_databases():
@@ -75,7 +115,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             return (self._db,)
         if self._shard_aliases is not None:
             return self._shard_aliases
-        return (self.db,)
+        return (self.primary_db,)
 
     def _is_fanout(self) -> bool:
         return self._db is None and self._shard_aliases is not None and len(self._shard_aliases) > 1
@@ -401,7 +441,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     # -- writes --------------------------------------------------------------------------
     def _alias_for_new(self, obj: models.Model) -> str:
         if self._sharded_field is None and parent_link(self.model) is None:
-            return self._db or self.db
+            return self._db or self.primary_db
         alias = database_for_instance(obj)
         if self._db is not None and self._db != alias:
             check_write(obj, self._db)  # WrongShardError, unless allowed on purpose
@@ -659,7 +699,7 @@ def _merged_rows(
             "fields (or run per shard with .using(alias))"
         )
     iterable = qs._iterable_class
-    if iterable is ModelIterable:
+    if issubclass(iterable, ModelIterable):
         rows = [row for part in _gather(shards, list) for row in part]
         return _sort(rows, keys, lambda row, name: getattr(row, name))
     names = list(qs._fields or ())
@@ -693,7 +733,10 @@ def _gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> li
     a server database (not SQLite) and none has a transaction open in this thread: work
     inside ``atomic`` must see that transaction, so it runs on this thread's
     connections, one shard after another."""
+    read_pins()  # made here, so the workers share this request's pins
     aliases = [shard.db for shard in shards]
+    for shard, alias in zip(shards, aliases, strict=True):
+        shard._read_alias = alias  # the replica (or primary) chosen here, not again there
     at_once = all(
         connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
         for alias in aliases

@@ -17,6 +17,7 @@ from ..errors import ShardKeyError, UnroutableQueryError, WrongShardError
 from ..placement import allow_off_shard_writes, off_shard_writes_allowed
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
+from .replicas import replica_primaries
 
 __all__ = [
     "ShardRouter",
@@ -284,6 +285,8 @@ class ShardRouter:
         db1, db2 = obj1._state.db, obj2._state.db
         if db1 is None or db2 is None:
             return None
+        primaries = replica_primaries()  # a row being read from a replica lives on its primary
+        db1, db2 = primaries.get(db1, db1), primaries.get(db2, db2)
         for child, parent in ((obj1, obj2), (obj2, obj1)):
             if child._state.adding and colocated(type(child), type(parent)):
                 return True  # an unsaved row follows its shard key when it is saved
@@ -300,6 +303,8 @@ class ShardRouter:
                 model = apps.get_model(app_label, model_name)
             except LookupError:
                 return None
+        if db in replica_primaries():
+            return False  # a replica copies its primary's schema; it is never migrated
         if model is None:
             return None
         field = sharded_pk(model)

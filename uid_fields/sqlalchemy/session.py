@@ -15,10 +15,10 @@ put in shard order first: a flush of N objects over S shards runs S batched INSE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table, event, inspect
+from sqlalchemy import Select, Table, event, inspect
 from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.exc import NoInspectionAvailable
 from sqlalchemy.ext.horizontal_shard import ShardedSession
@@ -28,6 +28,7 @@ from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
 from .. import parallel
+from ..replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..shards import ShardMap
 from .errors import ShardKeyError, ShardRoutingError
 from .fanout import plan_fan_out
@@ -60,10 +61,20 @@ class ShardedIdSession(ShardedSession):
         default_shard: str | None = None,
         strict: bool = True,
         two_phase: bool = False,
+        replicas: Mapping[str, Sequence[Engine]] | None = None,
+        read_your_writes_s: float = DEFAULT_PIN_SECONDS,
+        clock: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
         shards = dict(shards or {})
         self.router = Router(list(shards), shard_map, default_shard)
+        unknown = sorted(set(replicas or {}) - set(shards))
+        if unknown:
+            raise ValueError(f"replicas name databases that are not shards: {unknown}")
+        #: Engines that may answer reads of each shard, and this session's
+        #: read-your-writes pins (``uid_fields.replicas``).
+        self.read_replicas: ReadReplicas[Engine] = ReadReplicas(replicas or {})
+        self.read_pins = Pins(read_your_writes_s, **({"clock": clock} if clock else {}))
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
@@ -93,6 +104,29 @@ class ShardedIdSession(ShardedSession):
     @property
     def shard_names(self) -> list[str]:
         return list(self.router.shard_names)
+
+    def get_bind(
+        self,
+        mapper: Any = None,
+        *,
+        shard_id: str | None = None,
+        instance: Any = None,
+        clause: Any = None,
+        **kw: Any,
+    ) -> Any:
+        """The shard's engine, or for a read one of its replicas: unless this transaction
+        already holds the shard's primary (it wrote there, or locked rows), or a write
+        to the shard pinned its reads to the primary a moment ago."""
+        if shard_id is not None and self.read_replicas:
+            if _is_read(clause):
+                replica = self.read_replicas.read_from(
+                    shard_id, in_transaction=shard_id in self._begun, pins=self.read_pins
+                )
+                if replica is not None:
+                    return replica
+            elif clause is not None:
+                self.read_pins.pin(shard_id)
+        return super().get_bind(mapper, shard_id=shard_id, instance=instance, clause=clause, **kw)
 
     def get(self, entity: Any, ident: Any, *args: Any, **kwargs: Any) -> Any:
         """``Session.get``; an id no row can have (``-1``, ``"abc"``) finds None, as a
@@ -418,6 +452,8 @@ class ShardedIdSession(ShardedSession):
         for obj in _chain(self.dirty, self.deleted):
             touched.add(self.shard_of(obj))
         self._flush_shards = touched
+        for shard in touched:
+            self.read_pins.pin(shard)  # read your writes: not from a replica behind them
 
     def _fetch_database_ids(self, placed: Mapping[InstanceState[Any], str]) -> None:
         """Ids a database function makes, fetched in one statement per shard and table.
@@ -532,6 +568,11 @@ def _where(statement: Any) -> ClauseElement | None:
     return getattr(statement, "whereclause", None)
 
 
+def _is_read(clause: Any) -> bool:
+    """A SELECT that locks nothing (a replica can answer it)."""
+    return isinstance(clause, Select) and clause._for_update_arg is None
+
+
 def place_on_shard(instance: Any, shard: str) -> None:
     """Pin a new object to a shard (for database-side ids with no shard key)."""
     state = inspect(instance)
@@ -547,6 +588,8 @@ def sharded_session(
     default_shard: str | None = None,
     strict: bool = True,
     two_phase: bool = False,
+    replicas: Mapping[str, Sequence[Engine]] | None = None,
+    read_your_writes_s: float = DEFAULT_PIN_SECONDS,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -558,7 +601,9 @@ def sharded_session(
     sends it to every shard unmerged instead, as SQLAlchemy's ShardedSession does.
     ``two_phase=True`` (PostgreSQL shards) commits a transaction that wrote to several
     shards with two-phase commit; ``resolve_prepared(engines)`` finishes what a killed
-    process left prepared. Other arguments go to Session.
+    process left prepared. ``replicas={"shard_1": [engine]}`` reads a shard's rows from
+    its replicas, except in a transaction that holds the shard's primary and for
+    ``read_your_writes_s`` after this session wrote there. Other arguments go to Session.
     """
     return ShardedIdSession(
         shards,
@@ -566,6 +611,8 @@ def sharded_session(
         default_shard=default_shard,
         strict=strict,
         two_phase=two_phase,
+        replicas=replicas,
+        read_your_writes_s=read_your_writes_s,
         **kwargs,
     )
 
