@@ -3,7 +3,9 @@
 from .conf import get_generator
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
 from .lookups import IdTime
+from .moves import shard_move
 from .query import ShardedManager, ShardedQuerySet, sharded_atomic
+from .replicas import read_from_primary
 from .routing import ShardRouter, UnroutableQueryError, allow_off_shard_writes
 from .twophase import resolve_prepared
 
@@ -21,6 +23,8 @@ __all__ = [
     "UnroutableQueryError",
     "allow_off_shard_writes",
     "get_generator",
+    "read_from_primary",
     "resolve_prepared",
+    "shard_move",
     "sharded_atomic",
 ]
