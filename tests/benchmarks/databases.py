@@ -489,9 +489,7 @@ def run_sqla_flush(rows: int = 20_000, rounds: int = 3) -> tuple[list[Section], 
 
         class InDatabase(Base):
             __tablename__ = "flush_database"
-            id = ShardedBigIntField(
-                database_ids=ids, shard_key="owner_id", primary_key=True
-            )
+            id = ShardedBigIntField(database_ids=ids, shard_key="owner_id", primary_key=True)
             owner_id = mapped_column(sa.BigInteger)
             body = mapped_column(sa.String(20))
 

@@ -128,7 +128,8 @@ def targets(data: dict[str, Any]) -> Section:
         )
         for clients, rate in _client_rates(data.get("pg_next_id_clients") or {}):
             add(
-                f"next_id() calls/s >= Instagram's original (pgbench, {clients} clients)",
+                "next_id() calls/s >= Instagram's original "
+                f"(pgbench, {clients} client{'s' * (clients > 1)})",
                 f"{rate:.2f}x the original's",
                 rate >= 1.0,
                 CAUSES["pg_next_id"],
