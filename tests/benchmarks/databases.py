@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import shutil
+import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -21,7 +25,16 @@ from uid_fields.sql.postgres import NextIdFunction
 
 from .harness import Section, alternate, median, timed
 
-__all__ = ["KEYS", "run_django", "run_index_size", "run_mysql", "run_pg_functions", "run_sqla"]
+__all__ = [
+    "KEYS",
+    "run_django",
+    "run_index_size",
+    "run_mysql",
+    "run_pg_functions",
+    "run_sqla",
+    "run_sqla_flush",
+    "run_sqla_routing",
+]
 
 POSTGRES_URL = os.environ.get(
     "UID_FIELDS_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -307,7 +320,37 @@ $$ LANGUAGE PLPGSQL;
 """
 
 
-def run_pg_functions(calls: int = 100_000, rounds: int = 3) -> tuple[list[Section], dict[str, Any]]:
+def _pgbench(url: str, expr: str, clients: int, seconds: int) -> float:
+    """Calls of ``SELECT expr`` per second with ``clients`` pgbench sessions."""
+    parts = urlsplit(url)
+    with tempfile.NamedTemporaryFile("w", suffix=".sql") as script:
+        script.write(f"SELECT {expr};\n")
+        script.flush()
+        done = subprocess.run(
+            [
+                "pgbench", "-n", "-T", str(seconds), "-c", str(clients), "-j", str(clients),
+                "-f", script.name, "-h", parts.hostname or "127.0.0.1",
+                "-p", str(parts.port or 5432), "-U", parts.username or "postgres",
+                parts.path.lstrip("/"),
+            ],
+            capture_output=True, text=True, check=True, timeout=seconds + 60,
+        )  # fmt: skip
+    found = re.search(r"tps = ([0-9.]+)", done.stdout)
+    if found is None:
+        raise RuntimeError(f"pgbench printed no tps: {done.stdout[-300:]}")
+    return float(found.group(1))
+
+
+PGBENCH = {
+    "uid_next_id()": "uid_next_id()",
+    "instagram": "instagram_next_id()",
+    "nextval()": "nextval('plain_seq')",
+}
+
+
+def run_pg_functions(
+    calls: int = 100_000, rounds: int = 3, pgbench_seconds: int = 3
+) -> tuple[list[Section], dict[str, Any]]:
     layout = INSTAGRAM.replace(epoch_ms=EPOCH_2024)
     function = NextIdFunction(layout, shard=1)
     with pg_databases("uidf_bench_nextid") as (url,):
@@ -353,6 +396,13 @@ def run_pg_functions(calls: int = 100_000, rounds: int = 3) -> tuple[list[Sectio
                 ],
                 rounds,
             )
+        rates: dict[str, float] = {}
+        if pgbench_seconds and shutil.which("pgbench"):
+            for clients in (1, 8):
+                for name, expr in PGBENCH.items():
+                    rates[f"{name}, {clients} clients"] = _pgbench(
+                        url, expr, clients, pgbench_seconds
+                    )
     times = {name: median(values) for name, values in samples.items()}
     rows = [
         [
@@ -378,6 +428,17 @@ def run_pg_functions(calls: int = 100_000, rounds: int = 3) -> tuple[list[Sectio
         ],
         ["INSERT ... identity", f"{calls / times['insert, identity'] / 1e3:.0f}", "1.0x"],
     ]
+    for clients in (1, 8) if rates else ():
+        floor = rates[f"nextval(), {clients} clients"]
+        for name, label in (("uid_next_id()", "next_id()"), ("instagram", "Instagram's original")):
+            rate = rates[f"{name}, {clients} clients"]
+            rows.append(
+                [
+                    f"pgbench SELECT {label}, {clients} client{'s' * (clients > 1)}",
+                    f"{rate / 1e3:.1f}",
+                    f"{rate / floor:.2f}x nextval()'s calls/s",
+                ]
+            )
     section = Section(
         "pg_next_id",
         f"PostgreSQL database-side ids ({calls:,} per statement)",
@@ -391,11 +452,228 @@ def run_pg_functions(calls: int = 100_000, rounds: int = 3) -> tuple[list[Sectio
             "is the floor."
         ],
     )
-    return [section], {"pg_next_id": times}
+    return [section], {"pg_next_id": times, "pg_next_id_clients": rates}
+
+
+# -- SQLAlchemy flush with database-side ids ------------------------------------------------
+def run_sqla_flush(rows: int = 20_000, rounds: int = 3) -> tuple[list[Section], dict[str, Any]]:
+    """A session flushing ``rows`` new objects over 4 PostgreSQL shards: ids made in
+    Python against ids made by each shard's ``next_id()`` (fetched before the INSERTs)."""
+    import sqlalchemy as sa
+    from sqlalchemy.orm import DeclarativeBase, mapped_column
+
+    from uid_fields import ShardedIdGenerator, ShardMap
+    from uid_fields.shards import ByField
+    from uid_fields.sqlalchemy import DatabaseIds, ShardedBigIntField, sharded_session
+
+    layout = INSTAGRAM.replace(epoch_ms=EPOCH_2024)
+    names = [f"uidf_bench_flush_{i}" for i in range(4)]
+    with pg_databases(*names) as urls:
+        engines = {
+            f"shard_{i}": sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+            for i, url in enumerate(urls)
+        }
+        shard_map = ShardMap(list(engines), route=ByField(layout, "shard"))
+        ids = DatabaseIds(layout, name="uid_bench_next_id")
+
+        class Base(DeclarativeBase):
+            pass
+
+        class InPython(Base):
+            __tablename__ = "flush_python"
+            id = ShardedBigIntField(
+                generator=ShardedIdGenerator(layout), shard_key="owner_id", primary_key=True
+            )
+            owner_id = mapped_column(sa.BigInteger)
+            body = mapped_column(sa.String(20))
+
+        class InDatabase(Base):
+            __tablename__ = "flush_database"
+            id = ShardedBigIntField(database_ids=ids, shard_key="owner_id", primary_key=True)
+            owner_id = mapped_column(sa.BigInteger)
+            body = mapped_column(sa.String(20))
+
+        ids.attach(Base.metadata, DatabaseIds.shards_of(shard_map, engines))
+        for engine in engines.values():
+            Base.metadata.create_all(engine)
+
+        def flush(model: Any) -> Callable[[], float]:
+            def go() -> float:
+                for engine in engines.values():
+                    with engine.begin() as connection:
+                        connection.execute(sa.text(f"TRUNCATE {model.__tablename__}"))
+
+                def work() -> None:
+                    with sharded_session(engines, shard_map=shard_map) as session:
+                        session.add_all([model(owner_id=i, body="x") for i in range(rows)])
+                        session.commit()
+
+                return timed(work)
+
+            return go
+
+        fetches: dict[str, int] = dict.fromkeys(engines, 0)
+
+        def count(name: str) -> Callable[..., None]:
+            def before(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+                if "generate_series" in statement:
+                    fetches[name] += 1
+
+            return before
+
+        try:
+            samples = alternate(
+                [("python", flush(InPython)), ("database", flush(InDatabase))], rounds
+            )
+            listeners = [(e, count(n)) for n, e in engines.items()]
+            for engine, fn in listeners:
+                sa.event.listen(engine, "before_cursor_execute", fn)
+            flush(InDatabase)()
+            for engine, fn in listeners:
+                sa.event.remove(engine, "before_cursor_execute", fn)
+        finally:
+            for engine in engines.values():
+                engine.dispose()
+    times = {name: median(values) for name, values in samples.items()}
+    per_shard = max(fetches.values())
+    rows_out = [
+        ["ids made in Python", f"{times['python']:.3f}", "1.00x", "-"],
+        [
+            "ids made by next_id() on each shard",
+            f"{times['database']:.3f}",
+            f"{times['database'] / times['python']:.2f}x",
+            str(per_shard),
+        ],
+    ]
+    section = Section(
+        "sqla_flush",
+        f"SQLAlchemy flush of {rows:,} new rows over 4 PostgreSQL shards",
+        ["ids", "s", "vs Python ids", "id statements per shard"],
+        rows_out,
+        [
+            "One session, add_all() then commit(). Database-side ids are fetched before "
+            "the INSERTs, one SELECT ... generate_series per shard and table, so the rows "
+            "still go in one executemany per shard."
+        ],
+    )
+    return [section], {"sqla_flush": {**times, "fetches_per_shard": per_shard}}
+
+
+# -- SQLAlchemy routed get against fan-out -------------------------------------------------
+def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], dict[str, Any]]:
+    """``session.get`` (one shard) against ``session.on_all_shards(select(...))`` over
+    8 PostgreSQL shards, in parallel and one shard after another, with and without a
+    2 ms wait per query standing for a network round trip."""
+    import random
+
+    import sqlalchemy as sa
+    from sqlalchemy.orm import DeclarativeBase, mapped_column
+
+    from uid_fields import parallel
+    from uid_fields.sqlalchemy import SnowflakeField, sharded_session
+
+    names = [f"uidf_bench_sa_shard_{i}" for i in range(SHARDS)]
+    with pg_databases(*names) as urls:
+        engines = {
+            f"shard_{i}": sa.create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+            for i, url in enumerate(urls)
+        }
+
+        class Base(DeclarativeBase):
+            pass
+
+        class Row(Base):
+            __tablename__ = "routed_rows"
+            id = SnowflakeField(
+                generator=SnowflakeGenerator(LAYOUT, datacenter=1, worker=1), primary_key=True
+            )
+            n = mapped_column(sa.Integer)
+            note = mapped_column(sa.String(30), index=True)
+
+        for engine in engines.values():
+            Base.metadata.create_all(engine)
+        try:
+            with sharded_session(engines) as session:
+                objs = [Row(n=i, note=f"row {i}") for i in range(rows)]
+                session.add_all(objs)
+                session.commit()
+                sample = random.Random(8).sample([(o.id, o.note) for o in objs], gets)
+            session = sharded_session(engines)
+
+            def run(action: Callable[[Any, Any], Any], picks: Any = sample) -> float:
+                latencies = []
+                for pk, note in picks:
+                    start = time.perf_counter()
+                    action(pk, note)
+                    latencies.append(time.perf_counter() - start)
+                    session.expunge_all()
+                    session.commit()  # each get its own transaction, as a request would
+                return median(latencies)
+
+            def routed(pk: Any, note: Any) -> Any:
+                return session.get(Row, pk)
+
+            def fan_out(pk: Any, note: Any) -> Any:
+                statement = sa.select(Row.id, Row.n, Row.note).where(Row.note == note)
+                return session.on_all_shards(statement).all()
+
+            def delayed(pk: Any, note: Any) -> Any:
+                wait = sa.text("(SELECT true FROM pg_sleep(0.002))")
+                statement = sa.select(Row.id, Row.n, Row.note).where(Row.note == note, wait)
+                return session.on_all_shards(statement).all()
+
+            def sequential(action: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+                def go(pk: Any, note: Any) -> Any:
+                    parallel.set_workers(0)
+                    try:
+                        return action(pk, note)
+                    finally:
+                        parallel.set_workers(parallel.DEFAULT_WORKERS)
+
+                return go
+
+            few = sample[:60]
+            run(routed)  # warm every connection, the pool's too
+            run(fan_out)
+            samples = alternate(
+                [
+                    ("routed", lambda: run(routed)),
+                    ("fan-out", lambda: run(fan_out)),
+                    ("fan-out, sequential", lambda: run(sequential(fan_out))),
+                    ("delayed", lambda: run(delayed, few)),
+                    ("delayed, sequential", lambda: run(sequential(delayed), few)),
+                ],
+                3,
+            )
+            session.close()
+        finally:
+            parallel.shutdown()
+            for engine in engines.values():
+                engine.dispose()
+    latency = {name: median(values) for name, values in samples.items()}
+    labels = [
+        ("routed", "session.get(Row, id): routed by the id"),
+        ("fan-out", "session.on_all_shards(select(...)): fan-out, in parallel"),
+        ("fan-out, sequential", "the same, one shard after another"),
+        ("delayed", "fan-out with 2 ms per query, in parallel"),
+        ("delayed, sequential", "fan-out with 2 ms per query, one shard after another"),
+    ]
+    section = Section(
+        "sqla_routing",
+        f"SQLAlchemy get() against fan-out over {SHARDS} PostgreSQL shards ({gets} gets)",
+        ["query", "median latency ms", "vs routed"],
+        [
+            [label, f"{latency[key] * 1e3:.2f}", f"{latency[key] / latency['routed']:.2f}x"]
+            for key, label in labels
+        ],
+    )
+    return [section], {"sqla_routing": latency}
 
 
 # -- Django -------------------------------------------------------------------------------
-def _configure_django(default_url: str, shard_urls: list[str]) -> None:
+def _configure_django(
+    default_url: str, shard_urls: list[str], mariadb: dict[str, Any] | None = None
+) -> None:
     import django
     from django.conf import settings
 
@@ -412,6 +690,8 @@ def _configure_django(default_url: str, shard_urls: list[str]) -> None:
 
     databases = {"default": db(default_url)}
     databases.update({f"shard_{i}": db(url) for i, url in enumerate(shard_urls)})
+    if mariadb is not None:
+        databases["mariadb"] = mariadb
     settings.configure(
         DATABASES=databases,
         INSTALLED_APPS=["django.contrib.contenttypes", "uid_fields.django"],
@@ -473,8 +753,8 @@ def run_django(
     rows: int = 100_000, rounds: int = 3, sharded_rows: int = 4000, gets: int = 300
 ) -> tuple[list[Section], dict[str, Any]]:
     names = ["uidf_bench_django", *[f"uidf_bench_shard_{i}" for i in range(SHARDS)]]
-    with pg_databases(*names) as urls:
-        _configure_django(urls[0], urls[1:])
+    with pg_databases(*names) as urls, _mariadb_database("uidf_bench_django") as mariadb:
+        _configure_django(urls[0], urls[1:], mariadb)
         from django.db import connections
 
         model_of = _django_models()
@@ -484,17 +764,74 @@ def run_django(
         for i in range(SHARDS):
             with connections[f"shard_{i}"].schema_editor() as editor:
                 editor.create_model(model_of["sharded"])
+        if mariadb is not None:
+            with connections["mariadb"].schema_editor() as editor:
+                for kind in ("snowflake", "identity"):
+                    editor.create_model(model_of[kind])
+        sections: list[Section] = []
+        data: dict[str, Any] = {}
         try:
-            insert_section, times = _django_inserts(model_of, rows, rounds)
-            routed_section, routed = _django_routing(model_of["sharded"], sharded_rows, gets)
+            insert_section, data["django_pg"] = _django_inserts(model_of, rows, rounds)
+            sections.append(insert_section)
+            if mariadb is not None:
+                my_section, data["django_mysql"] = _django_inserts(
+                    model_of, rows, rounds, alias="mariadb", kinds=("snowflake", "identity")
+                )
+                sections.append(my_section)
+            routed_section, data["routing"] = _django_routing(
+                model_of["sharded"], sharded_rows, gets
+            )
+            sections.append(routed_section)
         finally:
             for alias in connections:
                 connections[alias].close()
-    return [insert_section, routed_section], {"django_pg": times, "routing": routed}
+    return sections, data
+
+
+@contextmanager
+def _mariadb_database(name: str) -> Iterator[dict[str, Any] | None]:
+    """A fresh MariaDB database as Django settings; None when the server is not there."""
+    try:
+        import pymysql
+
+        parts = urlsplit(MYSQL_URL)
+        params: dict[str, Any] = {
+            "host": parts.hostname or "127.0.0.1",
+            "port": parts.port or 3306,
+            "user": parts.username or "root",
+            "password": parts.password or "",
+        }
+        admin = pymysql.connect(**params, autocommit=True, connect_timeout=5)
+    except Exception:  # no MariaDB: the PostgreSQL tables alone
+        yield None
+        return
+    pymysql.install_as_MySQLdb()
+    try:
+        with admin.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+            cursor.execute(f"CREATE DATABASE {name}")
+        yield {
+            "ENGINE": "django.db.backends.mysql",
+            "NAME": name,
+            "USER": params["user"],
+            "PASSWORD": params["password"],
+            "HOST": params["host"],
+            "PORT": str(params["port"]),
+            "OPTIONS": {"charset": "utf8mb4"},
+        }
+    finally:
+        with admin.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.close()
 
 
 def _django_inserts(
-    model_of: dict[str, Any], rows: int, rounds: int
+    model_of: dict[str, Any],
+    rows: int,
+    rounds: int,
+    *,
+    alias: str = "default",
+    kinds: tuple[str, ...] = KEYS,
 ) -> tuple[Section, dict[str, float]]:
     from django.db import connections
 
@@ -502,22 +839,23 @@ def _django_inserts(
         model = model_of[kind]
 
         def go() -> float:
-            with connections["default"].cursor() as cursor:
+            with connections[alias].cursor() as cursor:
                 cursor.execute(f"TRUNCATE {model._meta.db_table}")
 
             def insert() -> None:
                 objs = [model(n=i, note="benchmark row") for i in range(rows)]
-                model.objects.bulk_create(objs, batch_size=10_000)
+                model.objects.using(alias).bulk_create(objs, batch_size=10_000)
 
             return timed(insert)
 
         return go
 
-    samples = alternate([(kind, measure(kind)) for kind in KEYS], rounds)
-    times = {kind: median(samples[kind]) for kind in KEYS}
+    samples = alternate([(kind, measure(kind)) for kind in kinds], rounds)
+    times = {kind: median(samples[kind]) for kind in kinds}
+    server = "MariaDB" if alias == "mariadb" else "PostgreSQL"
     section = Section(
-        "django_pg",
-        f"Django bulk_create of {rows:,} rows (batches of 10,000), PostgreSQL",
+        "django_mysql" if alias == "mariadb" else "django_pg",
+        f"Django bulk_create of {rows:,} rows (batches of 10,000), {server}",
         ["primary key", f"{rows // 1000}k rows, s", "vs BigAutoField"],
         _ratio_rows(times, "identity"),
         [
