@@ -8,6 +8,7 @@ also run against a real PostgreSQL streaming replica.
 from __future__ import annotations
 
 import copy
+import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -196,3 +197,13 @@ def test_a_real_streaming_replica_answers_reads_and_never_writes(
     assert Order.objects.get(pk=order.pk).note == "edited"  # pinned: read from the primary
     with connections["rp_r1"].cursor() as cursor, pytest.raises(Exception, match="read-only"):
         cursor.execute("DELETE FROM testapp_order")
+
+
+def test_the_shards_command_shows_replicas_and_incoming_databases() -> None:
+    out = io.StringIO()
+    with with_replicas():
+        call_command("uid_fields", "shards", stdout=out)
+    lines = [line.split() for line in out.getvalue().splitlines() if line.startswith("  ")]
+    assert next(w for w in lines if w[0] == PRIMARY)[-2:] == ["replicas", REPLICA]
+    assert all("replicas" not in w for w in lines if w[0] != PRIMARY)
+    assert any(w[:2] == [settings.SPARE, "incoming"] for w in lines)

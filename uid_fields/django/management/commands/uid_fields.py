@@ -20,6 +20,7 @@ from ...fields import UidField
 from ...fixtures import dump, load
 from ...moves import shard_move
 from ...operations import next_id_function
+from ...replicas import replica_primaries
 from ...routing import sharded_pk
 from ...twophase import resolve_prepared
 
@@ -174,9 +175,18 @@ class Command(BaseCommand):
                 f"{model._meta.label} (generator {field.generator_name!r}, "
                 f"shards {field.shards_name!r}, route {shard_map.route!r})"
             )
+            replicas = replica_primaries()
             for alias, (low, high) in shard_map.ranges.items():
                 rows = model._default_manager.using(alias).count()
-                self.stdout.write(f"  {alias:<16} logical {low}..{high - 1:<8} rows {rows}")
+                copies = sorted(r for r, primary in replicas.items() if primary == alias)
+                read = f"  replicas {', '.join(copies)}" if copies else ""
+                closed = "  closed" if alias in shard_map.closed else ""
+                self.stdout.write(
+                    f"  {alias:<16} logical {low}..{high - 1:<8} rows {rows}{closed}{read}"
+                )
+            for alias in shard_map.incoming:
+                rows = model._default_manager.using(alias).count()
+                self.stdout.write(f"  {alias:<16} incoming (owns no logical shard)  rows {rows}")
 
     # -- check-db ------------------------------------------------------------------------
     def _database_defaults(self) -> list[UidField]:
