@@ -168,7 +168,10 @@ class ShardedIdSession(ShardedSession):
         plan = plan_fan_out(statement)
         options = dict(execution_options or {})
         if self._fan_out_in_parallel(plan.per_shard):
-            engines = self._engines
+            # Each shard's primary or, for this read, one of its replicas: chosen here.
+            engines = {
+                s: self.get_bind(shard_id=s, clause=plan.per_shard) for s in self.shard_names
+            }
 
             def on(shard: str) -> Callable[[], Result[Any]]:
                 def run() -> Result[Any]:
