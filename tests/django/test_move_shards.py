@@ -12,6 +12,7 @@ import copy
 import threading
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from tests.django.testapp.models import (
     Purchase,
     PurchaseLine,
     Snap,
+    Stamp,
 )
 from uid_fields.django import allow_off_shard_writes
 from uid_fields.django.audit import audit
@@ -43,6 +45,7 @@ pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 
 SOURCE, TARGET = "shard_3", settings.SPARE
 MODELS = [
+    Stamp,
     Customer,
     Purchase,
     PurchaseLine,
@@ -75,6 +78,7 @@ def make_rows(n: int, tag: str) -> None:
         LegacyRow.objects.create(label=tag)
         PhpRow.objects.create(label=tag)
         Snap.objects.create(label=tag)
+        Stamp.objects.create()
 
 
 def everything(aliases: list[str]) -> dict[str, dict[Any, tuple[Any, ...]]]:
@@ -232,6 +236,19 @@ def test_verify_finds_and_repairs_a_differing_copy() -> None:
     assert Photo.objects.using(TARGET).get(pk=changed.pk).caption == changed.caption
     assert PageView.objects.using(TARGET).filter(pk=lost.pk).exists()
     assert not PageView.objects.using(TARGET).filter(pk=stray).exists()
+
+
+def test_a_copy_keeps_the_timestamps_django_sets_on_save() -> None:
+    past = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+    field = Stamp._meta.pk
+    first = field.layout.min_id(past)  # type: ignore[union-attr]
+    ids = [i for i in range(first, first + 400) if field.placement.database_of(i) == SOURCE]  # type: ignore[union-attr]
+    for pk in ids[:12]:  # rows made long ago: older than any catch-up looks
+        Stamp.objects.create(id=pk)
+    Stamp.objects.using(SOURCE).update(created=past, changed=past)
+    shard_move("main", source=SOURCE, target=TARGET).copy()
+    copied = list(Stamp.objects.using(TARGET).values_list("created", "changed"))
+    assert copied and set(copied) == {(past, past)}
 
 
 def test_parents_come_before_children_and_every_model_of_the_map_moves() -> None:

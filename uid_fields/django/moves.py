@@ -2,9 +2,10 @@
 
 Each sharded model of a map (and each model that lives with a sharded parent) becomes a
 ``RowStore`` over its base manager: rows are read with ``values_list`` in primary-key
-order and written with ``bulk_create``/``bulk_update``, so field conversions are Django's
-own on both sides. The writes are deliberate copies onto a database the ids may not name
-yet, so they run inside ``allow_off_shard_writes()``.
+order and written with raw inserts and ``bulk_update``, so field conversions are Django's
+own on both sides; rows are inserted raw (as ``loaddata`` does), so ``auto_now`` fields
+keep the source's values. The writes are deliberate copies onto a database the ids may
+not name yet, so they run inside ``allow_off_shard_writes()``.
 """
 
 from __future__ import annotations
@@ -70,8 +71,17 @@ class ModelRows:
         return [self.model(**dict(zip(self.attnames, row, strict=True))) for row in rows]
 
     def insert(self, database: str, rows: Sequence[Row]) -> None:
+        """A raw insert, as ``loaddata`` makes: the values as read, without ``pre_save``
+        (which would restamp ``auto_now`` fields and fill ids), in the backend's batches."""
+        objs = self._objects(rows)
+        fields = list(self.model._meta.concrete_fields)
+        size = max(connections[database].ops.bulk_batch_size(fields, objs) or len(objs), 1)
+        manager = self.model._base_manager
         with allow_off_shard_writes():
-            self.model._base_manager.using(database).bulk_create(self._objects(rows))
+            for start in range(0, len(objs), size):
+                manager._insert(  # type: ignore[attr-defined]
+                    objs[start : start + size], fields=fields, using=database, raw=True
+                )
 
     def update(self, database: str, rows: Sequence[Row]) -> None:
         if self.names:

@@ -160,3 +160,13 @@ class Note(models.Model):
         Customer, on_delete=models.DO_NOTHING, db_constraint=False, related_name="notes"
     )
     text = models.CharField(max_length=50)
+
+
+class Stamp(models.Model):
+    """Timestamps Django sets itself on save: a copy of the row must keep the original's."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    created = models.DateTimeField(auto_now_add=True)
+    changed = models.DateTimeField(auto_now=True)
+
+    objects = ShardedManager()
