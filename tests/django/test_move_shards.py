@@ -21,6 +21,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import connections
+from django.db.models.signals import post_delete
 from django.test.utils import override_settings
 
 from tests.django.testapp.models import (
@@ -165,12 +166,20 @@ def test_every_model_moves_with_writes_going_on(tmp_path: Path, writer: Writer) 
     with pytest.raises(CommandError, match="deploy the new map"):
         move("--cleanup")
 
+    deleted: list[object] = []
+
+    def count_deletes(sender: type, instance: object, **kwargs: object) -> None:
+        deleted.append(instance)  # a handler that removes a file would remove the twin's
+
+    post_delete.connect(count_deletes, dispatch_uid="move-shards-test")
     with deployed():
         second = move("--batch-size", "7", "--state", state)  # catch up after the switch
         assert "copy " not in second.split("\n", 1)[1]  # resumed: nothing walked twice
         assert "deployed: run move-shards --cleanup" in second
         assert second.count("every row on the target") == len(map_models("main"))
         cleaned = move("--batch-size", "7", "--cleanup")
+        post_delete.disconnect(dispatch_uid="move-shards-test")
+        assert deleted == []  # copies go without signals
         assert "rows deleted from the source" in cleaned and "kept" not in cleaned
         assert on(SOURCE) == 0
         assert sum(r.misplaced for r in audit()) == 0

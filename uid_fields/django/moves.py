@@ -91,7 +91,12 @@ class ModelRows:
                 )
 
     def delete(self, database: str, keys: Sequence[Any]) -> None:
-        self.model._base_manager.using(database).filter(pk__in=list(keys)).delete()
+        """A raw DELETE: no ``pre_delete``/``post_delete`` signals and no cascade. The
+        rows deleted are copies (their twin lives on the other database), and a signal
+        handler that removes a stored file would remove the twin's too; children are
+        deleted first by the move itself."""
+        rows = self.model._base_manager.using(database).filter(pk__in=list(keys))
+        rows._raw_delete(database)
 
 
 def map_models(shards: str) -> list[MovedTable]:
