@@ -20,6 +20,7 @@ from django.db import IntegrityError, connections, models, transaction
 
 from ..moves import MovedTable, Row, ShardMove
 from ..placement import allow_off_shard_writes
+from .replicas import read_from_primary
 from .routing import parent_link, sharded_pk
 
 __all__ = ["ModelRows", "map_models", "shard_move"]
@@ -59,10 +60,12 @@ class ModelRows:
             rows = rows.filter(pk__gt=after)
         if upto is not None:
             rows = rows.filter(pk__lte=upto)
-        return list(rows.order_by("pk").values_list(*self.attnames)[:limit])
+        with read_from_primary():  # a replica's lag would make the copy miss rows
+            return list(rows.order_by("pk").values_list(*self.attnames)[:limit])
 
     def count(self, database: str, where: str | None) -> int:
-        return self._rows(database, where).count()
+        with read_from_primary():
+            return self._rows(database, where).count()
 
     def writing(self, database: str) -> AbstractContextManager[Any]:
         return transaction.atomic(using=database)
