@@ -706,7 +706,15 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
             "({alias: [start, stop]})" + (", not both" if "databases" in entry else ""),
             E_SHARD_MAP,
         )
-    if "databases" in entry:
+    if "databases" in entry and isinstance(entry["databases"], Mapping):
+        # {"shard_0": {"primary": "shard_0", "replicas": [...]}, ...}: the aliases in
+        # order, each with its read replicas (checked with "replicas" below)
+        at = _at(path, "databases")
+        for alias in entry["databases"]:
+            report.text(_at(at, alias), alias, "a database alias")
+        if not entry["databases"]:
+            report.add(at, "must name at least one database", E_SHARD_MAP)
+    elif "databases" in entry:
         databases = entry["databases"]
         at = _at(path, "databases")
         if isinstance(databases, str) or not isinstance(databases, (list, tuple)):
@@ -740,11 +748,12 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
         report.text(_at(path, "route_by"), entry["route_by"], "a node field name")
     if "closed" in entry:
         _closed_problems(report, _at(path, "closed"), entry)
-    if "replicas" in entry:
+    if "replicas" in entry or isinstance(entry.get("databases"), Mapping):
         try:
             replicas_of(entry)
         except (TypeError, ValueError) as exc:
-            report.add(_at(path, "replicas"), str(exc), E_TYPE)
+            where = "replicas" if "replicas" in entry else "databases"
+            report.add(_at(path, where), str(exc), E_TYPE)
     if "incoming" in entry:
         incoming = entry["incoming"]
         if isinstance(incoming, str) or not isinstance(incoming, (list, tuple)):
@@ -762,17 +771,22 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
 def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
     """The read replicas a ``SHARDS`` entry names, primary -> replica aliases.
 
-    ``{"shard_1": ["shard_1_r1"]}`` or ``{"shard_1": {"primary": "shard_1", "replicas":
-    ["shard_1_r1"]}}``; the primary is the database of the map (writes never move).
-    ``TypeError``/``ValueError`` describe a malformed one.
+    ``"replicas": {"shard_1": ["shard_1_r1"]}``, or with each database of the map
+    described as ``{"primary": "shard_1", "replicas": ["shard_1_r1"]}`` (under
+    ``"replicas"``, or as the values of a ``"databases"`` dict); the primary is the
+    database of the map (writes never move). ``TypeError``/``ValueError`` describe a
+    malformed one.
     """
     value = entry.get("replicas", {})
     if not isinstance(value, Mapping):
         raise TypeError(f"must be a dict of database alias -> replica aliases, got {value!r}")
-    ranges = entry.get("ranges")
-    known = set(ranges) if isinstance(ranges, Mapping) else set(entry.get("databases") or ())
+    ranges, databases = entry.get("ranges"), entry.get("databases")
+    known = set(ranges) if isinstance(ranges, Mapping) else set(databases or ())
+    specs = list(value.items())
+    if isinstance(databases, Mapping):
+        specs += [(alias, spec or []) for alias, spec in databases.items()]
     found: dict[str, list[str]] = {}
-    for alias, spec in value.items():
+    for alias, spec in specs:
         if isinstance(spec, Mapping):
             extra = sorted(set(spec) - {"primary", "replicas"})
             if extra:
@@ -792,8 +806,8 @@ def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
                 raise TypeError(f"{alias}: a replica must be a database alias, got {replica!r}")
             if replica == alias or replica in known:
                 raise ValueError(f"{alias}: {replica!r} is a database of the map, not a replica")
-        found[alias] = list(spec)
-    return found
+        found[alias] = list(dict.fromkeys([*found.get(alias, []), *spec]))
+    return {alias: replicas for alias, replicas in found.items() if replicas}
 
 
 def _closed_problems(report: _Report, at: str, entry: Mapping[str, Any]) -> None:
@@ -801,8 +815,10 @@ def _closed_problems(report: _Report, at: str, entry: Mapping[str, Any]) -> None
     if isinstance(closed, str) or not isinstance(closed, (list, tuple)):
         report.add(at, f"must be a list of database aliases, got {closed!r}", E_TYPE)
         return
-    ranges = entry.get("ranges")
-    known = list(ranges) if isinstance(ranges, Mapping) else entry.get("databases")
+    ranges, databases = entry.get("ranges"), entry.get("databases")
+    known = list(ranges) if isinstance(ranges, Mapping) else databases
+    if isinstance(known, Mapping):
+        known = list(known)
     if not isinstance(known, (list, tuple)):
         return  # reported above
     unknown = [alias for alias in closed if alias not in known]

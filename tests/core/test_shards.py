@@ -16,7 +16,7 @@ from uid_fields import (
     SnowflakeGenerator,
     UniqIdGenerator,
 )
-from uid_fields.config import shard_map_problems
+from uid_fields.config import build_shard_map, replicas_of, shard_map_problems
 from uid_fields.layouts import DECIMAL
 from uid_fields.shards import (
     ByDecimalServer,
@@ -158,3 +158,22 @@ def test_incoming_databases_own_nothing_until_a_map_gives_them_a_range() -> None
         ShardMap(["shard_0"], route=route, incoming="shard_1")
     problems = shard_map_problems("main", {"databases": ["shard_0"], "incoming": "shard_1"})
     assert [(p.path, p.code) for p in problems] == [("SHARDS.main.incoming", "E014")]
+
+
+def test_a_map_names_read_replicas_per_database_in_either_form() -> None:
+    described = {
+        "databases": {
+            "shard_0": {"primary": "shard_0", "replicas": []},
+            "shard_1": {"primary": "shard_1", "replicas": ["shard_1_r1"]},
+        }
+    }
+    short = {"databases": ["shard_0", "shard_1"], "replicas": {"shard_1": ["shard_1_r1"]}}
+    for entry in (described, short):
+        assert shard_map_problems("main", entry) == []
+        assert replicas_of(entry) == {"shard_1": ["shard_1_r1"]}
+        built = build_shard_map(entry, ShardedIdGenerator(INSTAGRAM))
+        assert built.databases == ("shard_0", "shard_1")  # replicas own no logical shard
+    wrong = {"databases": {"shard_0": {"primary": "shard_9", "replicas": ["r"]}}}
+    assert [p.code for p in shard_map_problems("main", wrong)] == ["E014"]
+    itself = {"databases": ["shard_0", "shard_1"], "replicas": {"shard_1": ["shard_0"]}}
+    assert "not a replica" in shard_map_problems("main", itself)[0].message

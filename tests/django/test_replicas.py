@@ -30,9 +30,19 @@ pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 PRIMARY, REPLICA = "shard_1", settings.REPLICA
 
 
-def with_replicas(seconds: float = 5, replicas: object = None) -> override_settings:
+def with_replicas(
+    seconds: float = 5, replicas: object = None, *, described: bool = False
+) -> override_settings:
+    """``replicas`` in the map, or (``described``) each database of the map described
+    as ``{"primary": ..., "replicas": [...]}`` in a ``databases`` dict."""
     config = copy.deepcopy(settings.UID_FIELDS)
-    config["SHARDS"]["main"]["replicas"] = replicas or {PRIMARY: [REPLICA]}
+    if described:
+        config["SHARDS"]["main"]["databases"] = {
+            alias: {"primary": alias, "replicas": [REPLICA] if alias == PRIMARY else []}
+            for alias in settings.SHARDS
+        }
+    else:
+        config["SHARDS"]["main"]["replicas"] = replicas or {PRIMARY: [REPLICA]}
     config["READ_YOUR_WRITES_SECONDS"] = seconds
     return override_settings(UID_FIELDS=config)
 
@@ -60,8 +70,9 @@ def on_primary() -> Order:
             return order
 
 
-def test_reads_go_to_the_replica_and_rows_still_write_to_their_primary() -> None:
-    with with_replicas():
+@pytest.mark.parametrize("described", [False, True], ids=["replicas", "databases"])
+def test_reads_go_to_the_replica_and_rows_still_write_to_their_primary(described: bool) -> None:
+    with with_replicas(described=described):
         order = on_primary()
         new_request()
         with queries() as log:
