@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from uid_fields import INSTAGRAM, TWITTER, LocalityUUIDGenerator, SnowflakeGenerator
+from uid_fields import INSTAGRAM, TWITTER, LocalityUUIDGenerator, SnowflakeGenerator, parallel
 from uid_fields.sql.postgres import NextIdFunction
 
 from .harness import Section, alternate, median, timed
@@ -559,6 +559,19 @@ def run_sqla_flush(rows: int = 20_000, rounds: int = 3) -> tuple[list[Section], 
     return [section], {"sqla_flush": {**times, "fetches_per_shard": per_shard}}
 
 
+def sequential(action: Callable[..., Any]) -> Callable[..., Any]:
+    """``action`` with every fan-out inside it run one shard after another."""
+
+    def go(*args: Any) -> Any:
+        parallel.set_workers(0)
+        try:
+            return action(*args)
+        finally:
+            parallel.set_workers(parallel.DEFAULT_WORKERS)
+
+    return go
+
+
 # -- SQLAlchemy routed get against fan-out -------------------------------------------------
 def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], dict[str, Any]]:
     """``session.get`` (one shard) against ``session.on_all_shards(select(...))`` over
@@ -569,7 +582,6 @@ def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], 
     import sqlalchemy as sa
     from sqlalchemy.orm import DeclarativeBase, mapped_column
 
-    from uid_fields import parallel
     from uid_fields.sqlalchemy import SnowflakeField, sharded_session
 
     names = [f"uidf_bench_sa_shard_{i}" for i in range(SHARDS)]
@@ -621,16 +633,6 @@ def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], 
                 wait = sa.text("(SELECT true FROM pg_sleep(0.002))")
                 statement = sa.select(Row.id, Row.n, Row.note).where(Row.note == note, wait)
                 return session.on_all_shards(statement).all()
-
-            def sequential(action: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-                def go(pk: Any, note: Any) -> Any:
-                    parallel.set_workers(0)
-                    try:
-                        return action(pk, note)
-                    finally:
-                        parallel.set_workers(parallel.DEFAULT_WORKERS)
-
-                return go
 
             few = sample[:60]
             run(routed)  # warm every connection, the pool's too
@@ -871,8 +873,6 @@ def _django_routing(model: Any, rows: int, gets: int) -> tuple[Section, dict[str
 
     from django.db.backends.signals import connection_created
 
-    from uid_fields import parallel
-
     objs = [model(n=i, note=f"row {i}") for i in range(rows)]
     model.objects.bulk_create(objs, batch_size=1000)
     sample = random.Random(8).sample(objs, gets)
@@ -913,16 +913,6 @@ def _django_routing(model: Any, rows: int, gets: int) -> tuple[Section, dict[str
     def delayed(obj: Any) -> Any:
         slow = model.objects.on_all_shards().extra(where=["(SELECT true FROM pg_sleep(0.002))"])
         return slow.get(note=obj.note)
-
-    def sequential(action: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        def go(obj: Any) -> Any:
-            parallel.set_workers(0)
-            try:
-                return action(obj)
-            finally:
-                parallel.set_workers(parallel.DEFAULT_WORKERS)
-
-        return go
 
     few = sample[:60]
     run(routed)  # warm every connection, the pool's too
