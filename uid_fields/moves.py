@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from .layouts import IntLayout
 from .placement import Placement
 from .predicates import logical_range_sql
 
@@ -100,8 +101,9 @@ class MovedTable:
 
     store: RowStore
     placement: Placement
-    #: The smallest primary key made at or after a Unix ms; None for keys without time.
-    key_at: Callable[[int], Any] | None = None
+    #: The layout of the primary keys when they carry their time (the catch-up starts
+    #: at the first key of a time); None for keys without time (walked whole).
+    key_layout: IntLayout | None = None
 
 
 @dataclass
@@ -301,8 +303,14 @@ class ShardMove:
         if high is not None and high > self.space:
             raise ValueError(f"the range {low}:{high} exceeds the {self.space} logical shards")
         self._ranges = {t.store.label: self._range(t) for t in self.tables}
-        for table in self.tables:
-            self._check_table(table)
+        owners = {t.store.label: self._owners(t) for t in self.tables}
+        if len(set(owners.values())) > 1:
+            raise ValueError(
+                f"the maps disagree on who owns the range ({owners}): deploy the new map "
+                "for every table at once, or move the tables apart"
+            )
+        #: Whether the maps already give the range to the target (the new map is live).
+        self.deployed = set(owners.values()) == {self.target}
         span = "all" if low is None else f"{low}:{high}"
         self.state = MoveState(state, f"{source}->{target} {span}")
 
@@ -343,9 +351,10 @@ class ShardMove:
             f"{self.high} of {self.space} is not a whole number of them"
         )
 
-    def _check_table(self, table: MovedTable) -> None:
-        placement, label = table.placement, table.store.label
-        shard_map = placement.shard_map
+    def _owners(self, table: MovedTable) -> str:
+        """The one database the map gives the table's moved logical shards to: the
+        source (before the switch) or the target (after); ``ValueError`` otherwise."""
+        shard_map, label = table.placement.shard_map, table.store.label
         if shard_map is None:
             raise ValueError(f"{label}: its ids have no shard map")
         low, high = self._ranges[label]
@@ -356,16 +365,7 @@ class ShardMove:
                 f"{sorted(owners)}; a move needs them all on {self.source!r} (before) "
                 f"or all on {self.target!r} (after the new map is deployed)"
             )
-
-    @property
-    def deployed(self) -> bool:
-        """Whether the current maps already give the range to the target."""
-        return all(self._owner(t) == self.target for t in self.tables)
-
-    def _owner(self, table: MovedTable) -> str:
-        shard_map = table.placement.shard_map
-        assert shard_map is not None  # checked in __init__
-        return shard_map.database(self._ranges[table.store.label][0])
+        return owners.pop()
 
     # -- walking both sides --------------------------------------------------------------
     def _where(self, table: MovedTable, database: str) -> str | None:
@@ -463,12 +463,9 @@ class ShardMove:
             except store.integrity_error:
                 # A row whose parent was written after the parent's table was walked:
                 # each write alone, and what still fails waits for the next pass.
-                writes = [
-                    (w, [x for x in items if self._alone(store, w, x)]) for w, items in writes
-                ]
-                report.skipped += len(missing) + len(changed) + len(gone)
-                report.skipped -= sum(len(items) for _w, items in writes)
-                missing, changed, gone = (items for _w, items in writes)
+                done = [[x for x in items if self._alone(store, w, x)] for w, items in writes]
+                report.skipped += sum(len(items) for _w, items in writes) - sum(map(len, done))
+                missing, changed, gone = done
             report.read += len(source)
             report.inserted += len(missing)
             report.updated += len(changed)
@@ -499,8 +496,9 @@ class ShardMove:
         began = self.clock_ms()
         for table in self.tables:
             after = None
-            if table.key_at is not None:
-                after = _before(table.key_at(max(since - self.margin_ms, 0)))
+            if table.key_layout is not None:
+                first = table.key_layout.min_id(max(since - self.margin_ms, 0), clamp=True)
+                after = first - 1  # the walk takes keys above ``after``
             reports.append(self._sync(table, "catch-up", after))
         self.state.caught_up_ms = began
         self.state.save()
@@ -619,8 +617,3 @@ class _Ticker:
 
     def end(self) -> None:
         self.tick(0, final=True)
-
-
-def _before(key: Any) -> Any:
-    """The largest integer key below ``key`` (keys walk with ``pk > after``)."""
-    return key - 1 if isinstance(key, int) else None

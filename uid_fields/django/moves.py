@@ -20,6 +20,7 @@ from django.db import IntegrityError, connections, models, transaction
 
 from ..moves import MovedTable, Row, ShardMove
 from ..placement import allow_off_shard_writes
+from .fields import UidField
 from .replicas import read_from_primary
 from .routing import parent_link, sharded_pk
 
@@ -108,22 +109,14 @@ def map_models(shards: str) -> list[MovedTable]:
     for model in apps.get_models():
         field = sharded_pk(model)
         if field is not None and field.shards_name == shards:
-            layout = field.layout
-            key_at = None if layout is None else _key_at(layout)
-            found[model] = MovedTable(ModelRows(model, field), field.placement, key_at)
+            found[model] = MovedTable(ModelRows(model, field), field.placement, field.layout)
     for model in apps.get_models():
         link = parent_link(model)
         if link is not None and link.related_model in found:
-            parent = sharded_pk(link.related_model)
-            assert parent is not None and model._meta.pk is not None
-            layout = getattr(model._meta.pk, "layout", None)
-            key_at = None if layout is None else _key_at(layout)
-            found[model] = MovedTable(ModelRows(model, link), parent.placement, key_at)
+            parent, own = sharded_pk(link.related_model), model._meta.pk
+            assert parent is not None and isinstance(own, UidField)  # as parent_link() found
+            found[model] = MovedTable(ModelRows(model, link), parent.placement, own.layout)
     return [found[m] for m in _parents_first(list(found))]
-
-
-def _key_at(layout: Any) -> Any:
-    return lambda ms: layout.min_id(ms, clamp=True)
 
 
 def _parents_first(chosen: list[type[models.Model]]) -> list[type[models.Model]]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, func, inspect, select, text
+from sqlalchemy import func, select, text
 
 from ..audit import AuditResult, foreign_condition, foreign_ids
+from .routing import table_of
 from .session import ShardedIdSession
 
 __all__ = ["audit"]
@@ -16,7 +17,7 @@ def audit(
     session: ShardedIdSession, entity: Any, *, samples: int = 5, batch: int = 5000
 ) -> list[AuditResult]:
     """One result per shard of the table's map; counted in SQL where the route allows."""
-    table = entity if isinstance(entity, Table) else inspect(entity).local_table
+    table = table_of(entity)
     route = session.router.table_route(table)
     if route is None or route.by_parent:
         return []

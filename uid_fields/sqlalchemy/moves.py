@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, Table, and_, func, inspect, select, text
+from sqlalchemy import Column, and_, func, select, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.ddl import sort_tables
@@ -22,7 +22,7 @@ from ..layouts import IntLayout
 from ..moves import MovedTable, Row, ShardMove
 from ..placement import allow_off_shard_writes
 from .fields import field_config
-from .routing import TableRoute
+from .routing import TableRoute, table_of
 from .session import ShardedIdSession
 
 __all__ = ["TableRows", "shard_move"]
@@ -108,21 +108,11 @@ class TableRows:
         self._open[database].execute(statement)
 
 
-def _table(entity: Any) -> Table:
-    table = entity if isinstance(entity, Table) else inspect(entity).local_table
-    if not isinstance(table, Table):
-        raise TypeError(f"{entity!r} is not a table or a mapped class")
-    return table
-
-
-def _key_at(route: TableRoute) -> Any:
-    """The smallest primary key made at a Unix ms, for primary keys that carry time."""
-    key = next(iter(route.table.primary_key.columns))
-    config = field_config(key)
+def _key_layout(route: TableRoute) -> IntLayout | None:
+    """The layout of a table's primary keys, when they carry their time."""
+    config = field_config(next(iter(route.table.primary_key.columns)))
     layout = getattr(getattr(config, "generator", None), "layout", None)
-    if not isinstance(layout, IntLayout):
-        return None
-    return lambda ms: layout.min_id(ms, clamp=True)
+    return layout if isinstance(layout, IntLayout) else None
 
 
 def shard_move(
@@ -146,11 +136,11 @@ def shard_move(
         if name not in every:
             raise ValueError(f"no engine for {name!r}: pass it in engines=")
     moved = []
-    for table in sort_tables({_table(t) for t in tables}):
+    for table in sort_tables({table_of(t) for t in tables}):
         route = session.router.table_route(table)
         if route is None:
             raise ValueError(f"{table.name}: not sharded by a uid field of this session")
-        moved.append(MovedTable(TableRows(every, route), route.placement, _key_at(route)))
+        moved.append(MovedTable(TableRows(every, route), route.placement, _key_layout(route)))
     return ShardMove(
         moved, source=source, target=target, low=low, high=high, state=state, **options
     )

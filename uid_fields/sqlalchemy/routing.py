@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import inspect
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import (
     BinaryExpression,
@@ -35,6 +36,14 @@ __all__ = ["Router", "TableRoute"]
 
 # The even spread of a route over a list of shards, shared by every session over them.
 _DEFAULT_MAPS: dict[tuple[tuple[str, ...], Route], ShardMap] = {}
+
+
+def table_of(entity: Any) -> Table:
+    """The table of a mapped class (or the table itself)."""
+    table = entity if isinstance(entity, Table) else inspect(entity).local_table
+    if not isinstance(table, Table):
+        raise TypeError(f"{entity!r} is not a table or a mapped class")
+    return table
 
 
 class TableRoute:
