@@ -27,6 +27,7 @@ from __future__ import annotations
 import difflib
 import threading
 from collections.abc import Callable, Collection, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -59,8 +60,10 @@ __all__ = [
     "describe",
     "generator_problems",
     "layout_of",
+    "map_databases",
     "replicas_of",
     "route_of",
+    "shard_map_aliases",
     "shard_map_of",
     "shard_map_problems",
     "static_node",
@@ -768,6 +771,29 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
     return report.problems
 
 
+def map_databases(entry: Mapping[str, Any]) -> list[str] | None:
+    """The aliases that own logical shards in a ``SHARDS`` entry, in order, whichever
+    form names them (a ``databases`` list or dict, ``ranges``); None when malformed."""
+    ranges, databases = entry.get("ranges"), entry.get("databases")
+    found = ranges if isinstance(ranges, Mapping) else databases
+    if isinstance(found, str) or not isinstance(found, (Mapping, list, tuple)):
+        return None
+    return [alias for alias in found if isinstance(alias, str)]
+
+
+def shard_map_aliases(entry: Mapping[str, Any], *, replicas: bool = False) -> list[str]:
+    """Every alias a ``SHARDS`` entry names: the databases that own logical shards and
+    the incoming ones (both are migrated), and with ``replicas`` their read replicas."""
+    incoming = entry.get("incoming", ())
+    aliases = [*(map_databases(entry) or ())]
+    if isinstance(incoming, (list, tuple)):
+        aliases += [alias for alias in incoming if isinstance(alias, str)]
+    if replicas:
+        with suppress(TypeError, ValueError):  # a malformed "replicas" is E014
+            aliases += [r for found in replicas_of(entry).values() for r in found]
+    return list(dict.fromkeys(aliases))
+
+
 def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
     """The read replicas a ``SHARDS`` entry names, primary -> replica aliases.
 
@@ -780,8 +806,8 @@ def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
     value = entry.get("replicas", {})
     if not isinstance(value, Mapping):
         raise TypeError(f"must be a dict of database alias -> replica aliases, got {value!r}")
-    ranges, databases = entry.get("ranges"), entry.get("databases")
-    known = set(ranges) if isinstance(ranges, Mapping) else set(databases or ())
+    databases = entry.get("databases")
+    known = set(map_databases(entry) or ())
     specs = list(value.items())
     if isinstance(databases, Mapping):
         specs += [(alias, spec or []) for alias, spec in databases.items()]
@@ -815,11 +841,8 @@ def _closed_problems(report: _Report, at: str, entry: Mapping[str, Any]) -> None
     if isinstance(closed, str) or not isinstance(closed, (list, tuple)):
         report.add(at, f"must be a list of database aliases, got {closed!r}", E_TYPE)
         return
-    ranges, databases = entry.get("ranges"), entry.get("databases")
-    known = list(ranges) if isinstance(ranges, Mapping) else databases
-    if isinstance(known, Mapping):
-        known = list(known)
-    if not isinstance(known, (list, tuple)):
+    known = map_databases(entry)
+    if known is None:
         return  # reported above
     unknown = [alias for alias in closed if alias not in known]
     if unknown:

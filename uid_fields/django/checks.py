@@ -21,7 +21,6 @@ shards; W001 a layout exhausted within five years.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -179,18 +178,6 @@ def _shard_map_errors(field: UidField, generator: Mapping[str, Any]) -> list[che
     return []
 
 
-def _shard_aliases(entry: Mapping[str, Any]) -> list[str]:
-    aliases: list[str] = []
-    for key in ("databases", "ranges", "incoming"):
-        value = entry.get(key, ())
-        if isinstance(value, (list, tuple, Mapping)):
-            aliases.extend(alias for alias in value if isinstance(alias, str))
-    with suppress(TypeError, ValueError):  # a malformed "replicas" is E014
-        for replicas in core.replicas_of(entry).values():
-            aliases.extend(replicas)
-    return aliases
-
-
 def _database_default_errors(field: UidField) -> list[checks.CheckMessage]:
     if django.VERSION < (5, 0):
         return [
@@ -202,7 +189,7 @@ def _database_default_errors(field: UidField) -> list[checks.CheckMessage]:
         ]
     aliases = ["default"]
     if field.shards_name is not None and field.shards_name in conf.SHARDS:
-        aliases = _shard_aliases(conf.SHARDS[field.shards_name])
+        aliases = core.shard_map_aliases(conf.SHARDS[field.shards_name])
     wrong = [
         alias
         for alias in aliases
@@ -244,7 +231,9 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         if name not in database_made:
             errors.extend(_error(p) for p in core.process_problems(name, entry))
     for name, entry in conf.SHARDS.items():
-        missing = [a for a in _shard_aliases(entry) if a not in settings.DATABASES]
+        missing = [
+            a for a in core.shard_map_aliases(entry, replicas=True) if a not in settings.DATABASES
+        ]
         if missing:
             errors.append(
                 checks.Error(

@@ -148,10 +148,4 @@ def get_shard_map(shards: str, generator_name: str) -> ShardMap:
 
 def shard_databases() -> set[str]:
     """Every alias named by any shard map (incoming ones too: they get migrated)."""
-    aliases: set[str] = set()
-    for config in conf.SHARDS.values():
-        for key in ("databases", "ranges", "incoming"):
-            value = config.get(key, ())
-            if isinstance(value, (list, tuple, Mapping)):
-                aliases.update(alias for alias in value if isinstance(alias, str))
-    return aliases
+    return {alias for entry in conf.SHARDS.values() for alias in core.shard_map_aliases(entry)}
