@@ -157,7 +157,7 @@ def test_every_model_moves_with_writes_going_on(tmp_path: Path, writer: Writer) 
     writer.stop.set()
     writer.join(30)
     assert writer.error is None and writer.rounds > 2
-    assert "copy " in first and "catch-up" in first and "rows/s" in first
+    assert "copy " in first and "catch-up" in first and "rows/s" in first and "ETA" in first
     assert "next: give these logical shards" in first
     before = everything(settings.SHARDS)  # shard_4 holds copies
     on_source = on(SOURCE)
@@ -247,17 +247,38 @@ def test_verify_finds_and_repairs_a_differing_copy() -> None:
     assert not PageView.objects.using(TARGET).filter(pk=stray).exists()
 
 
-def test_a_copy_keeps_the_timestamps_django_sets_on_save() -> None:
-    past = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+PAST = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def made_long_ago(count: int) -> list[Stamp]:
+    """Rows on the source whose ids were made at ``PAST``: older than any catch-up looks."""
     field = Stamp._meta.pk
-    first = field.layout.min_id(past)  # type: ignore[union-attr]
+    first = field.layout.min_id(PAST)  # type: ignore[union-attr]
     ids = [i for i in range(first, first + 400) if field.placement.database_of(i) == SOURCE]  # type: ignore[union-attr]
-    for pk in ids[:12]:  # rows made long ago: older than any catch-up looks
-        Stamp.objects.create(id=pk)
-    Stamp.objects.using(SOURCE).update(created=past, changed=past)
+    return [Stamp.objects.create(id=pk) for pk in ids[:count]]
+
+
+def test_a_copy_keeps_the_timestamps_django_sets_on_save() -> None:
+    made_long_ago(12)
+    Stamp.objects.using(SOURCE).update(created=PAST, changed=PAST)
     shard_move("main", source=SOURCE, target=TARGET).copy()
     copied = list(Stamp.objects.using(TARGET).values_list("created", "changed"))
-    assert copied and set(copied) == {(past, past)}
+    assert copied and set(copied) == {(PAST, PAST)}
+
+
+def test_the_catch_up_reads_only_rows_made_since_the_copy_began(tmp_path: Path) -> None:
+    state = tmp_path / "move.json"
+    made_long_ago(12)
+    first = shard_move("main", source=SOURCE, target=TARGET, state=state).copy()
+    caught = next(r for r in first if r.phase == "catch-up" and r.table == "testapp.Stamp")
+    assert caught.read == 0  # made long before the copy began: not looked at again
+    new = [s.pk for s in (Stamp.objects.create() for _ in range(40)) if s._state.db == SOURCE]
+    assert new
+    again = shard_move("main", source=SOURCE, target=TARGET, state=state).copy()
+    stamps = [r for r in again if r.table == "testapp.Stamp"]
+    assert [r.phase for r in stamps] == ["catch-up"]  # the copy is not walked again
+    assert stamps[0].read == stamps[0].inserted == len(new)  # found by their ids' time
+    assert set(new) <= set(Stamp.objects.using(TARGET).values_list("pk", flat=True))
 
 
 def test_parents_come_before_children_and_every_model_of_the_map_moves() -> None:
