@@ -42,8 +42,16 @@ def test_database_and_redis_benchmarks_run() -> None:
         "database-side ids",
         "Django bulk_create",
         "Django get()",
+        "rows (batches of 10,000), MariaDB",
+        "SQLAlchemy flush of",
+        "SQLAlchemy get() against fan-out",
+        "pgbench SELECT next_id(), 8 clients",
         "Redis",
         "Targets",
+        "(pgbench, 1 client)",
+        "SQLAlchemy flush with database-side ids",
+        "SQLAlchemy fan-out over 8 PostgreSQL shards",
+        "identity in time (MariaDB)",
     ):
         assert title in process.stdout, title
     assert "skipped" not in process.stderr

@@ -47,7 +47,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "sqla": {"rows": 1000, "rounds": 1},
     "mysql": {"rows": 1000, "rounds": 1},
     "index": {"rows": 5000},
-    "pg_functions": {"calls": 1000, "rounds": 1, "pgbench_seconds": 0},
+    "pg_functions": {"calls": 1000, "rounds": 1, "pgbench_seconds": 1},
     "sqla_flush": {"rows": 200, "rounds": 1},
     "sqla_routing": {"rows": 200, "gets": 5},
     "django": {"rows": 500, "rounds": 1, "sharded_rows": 200, "gets": 10},

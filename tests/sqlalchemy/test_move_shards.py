@@ -7,6 +7,7 @@ written all along, through the session of the day.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,25 +190,10 @@ def test_a_split_from_two_databases_to_three_with_writes_going_on(
 
 def test_a_range_the_source_does_not_own_is_refused(engines: dict[str, Engine]) -> None:
     with sharded_session({k: engines[k] for k in BEFORE}) as session:
+        move = functools.partial(shard_move, session, Old, target="shard_2", low=6144, high=8192)
         with pytest.raises(ValueError, match="a move needs them all on 'shard_0'"):
-            shard_move(
-                session,
-                Old,
-                source="shard_0",
-                target="shard_2",
-                engines=engines,
-                low=6144,
-                high=8192,
-            )
+            move(source="shard_0", engines=engines)
         with pytest.raises(ValueError, match="no engine for 'shard_2'"):
-            shard_move(session, Old, source="shard_1", target="shard_2", low=6144, high=8192)
+            move(source="shard_1")
         with pytest.raises(ValueError, match="deploy the new map"):
-            shard_move(
-                session,
-                Old,
-                source="shard_1",
-                target="shard_2",
-                engines=engines,
-                low=6144,
-                high=8192,
-            ).cleanup()
+            move(source="shard_1", engines=engines).cleanup()
