@@ -224,22 +224,27 @@ def run_sqla(rows: int = 100_000, rounds: int = 3) -> tuple[list[Section], dict[
     return [section], {"sqla_pg": times}
 
 
-def run_mysql(rows: int = 100_000, rounds: int = 3) -> tuple[list[Section], dict[str, Any]]:
-    import pymysql
-
+def _mysql_params() -> dict[str, Any]:
+    """pymysql's connection arguments for ``MYSQL_URL``."""
     parts = urlsplit(MYSQL_URL)
-    params: dict[str, Any] = {
+    return {
         "host": parts.hostname or "127.0.0.1",
         "port": parts.port or 3306,
         "user": parts.username or "root",
         "password": parts.password or "",
     }
+
+
+def run_mysql(rows: int = 100_000, rounds: int = 3) -> tuple[list[Section], dict[str, Any]]:
+    import pymysql
+
+    params = _mysql_params()
     admin = pymysql.connect(**params, autocommit=True)
     try:
         with admin.cursor() as cursor:
             cursor.execute("DROP DATABASE IF EXISTS uidf_bench_core")
             cursor.execute("CREATE DATABASE uidf_bench_core")
-        netloc = parts.netloc
+        netloc = urlsplit(MYSQL_URL).netloc
         url = f"mysql+pymysql://{netloc}/uidf_bench_core"
         section, times = _run_core(
             url, rows, rounds, f"SQLAlchemy Core insert of {rows:,} rows, MariaDB", "sqla_mysql"
@@ -796,13 +801,7 @@ def _mariadb_database(name: str) -> Iterator[dict[str, Any] | None]:
     try:
         import pymysql
 
-        parts = urlsplit(MYSQL_URL)
-        params: dict[str, Any] = {
-            "host": parts.hostname or "127.0.0.1",
-            "port": parts.port or 3306,
-            "user": parts.username or "root",
-            "password": parts.password or "",
-        }
+        params = _mysql_params()
         admin = pymysql.connect(**params, autocommit=True, connect_timeout=5)
     except Exception:  # no MariaDB: the PostgreSQL tables alone
         yield None
