@@ -39,6 +39,14 @@ class PostgresCluster:
         self.bin_dir = bin_dir
         self._user = user
         self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self._start: list[str] = []
+
+    def crash_and_restart(self) -> None:
+        """Stop the server as a crash would (``-m immediate``: no shutdown checkpoint,
+        shared memory gone), then start it again with the same settings."""
+        self.run("pg_ctl", "-D", str(self.directory), "-m", "immediate", "stop")
+        self.run(*self._start)
+        _wait_for(self)
 
     def run(self, tool: str, *args: str) -> None:
         subprocess.run(
@@ -128,19 +136,20 @@ def _running(cluster: PostgresCluster, root: Path, settings: Sequence[str]) -> I
         [f"-p {port}", "-c listen_addresses=127.0.0.1", f"-k {root}", "-c fsync=off"]
         + [f"-c {s}" for s in settings]
     )
+    cluster._start = [
+        "pg_ctl",
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(root / "log"),
+        "-w",
+        "start",
+    ]
     try:
-        cluster.run(
-            "pg_ctl", "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "start"
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                psycopg.connect(cluster.url, connect_timeout=2).close()
-                break
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        cluster.run(*cluster._start)
+        _wait_for(cluster)
         yield
     finally:
         if (data / "postmaster.pid").exists():
@@ -151,3 +160,46 @@ def _running(cluster: PostgresCluster, root: Path, settings: Sequence[str]) -> I
                 stderr=subprocess.DEVNULL,
                 timeout=60,
             )  # fmt: skip
+
+
+def _wait_for(cluster: PostgresCluster) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            psycopg.connect(cluster.url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+#: The project's C ``next_id`` (``postgres/``), built against the server's headers.
+C_SOURCE = Path(__file__).resolve().parents[1] / "postgres"
+
+
+def c_library() -> tuple[str, ...]:
+    """Build ``uid_fields_pg`` now (``make -C postgres``) and return the server settings
+    that preload it from the build directory; a skip, or a failure under
+    UID_FIELDS_REQUIRE_SERVICES=1, when the server headers are not installed."""
+    pg_config = shutil.which("pg_config")
+    pgxs = ""
+    if pg_config:
+        pgxs = subprocess.run(
+            [pg_config, "--pgxs"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    if not pgxs or not Path(pgxs).exists():
+        services.unavailable(
+            "PostgreSQL's extension build files (postgresql-server-dev)",
+            FileNotFoundError(pgxs or "pg_config"),
+        )
+    subprocess.run(
+        ["make", "-s", "-C", str(C_SOURCE), "with_llvm=no"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return (
+        "shared_preload_libraries=uid_fields_pg",
+        f"dynamic_library_path='{C_SOURCE}:$libdir'",
+    )

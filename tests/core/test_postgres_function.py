@@ -44,7 +44,7 @@ def test_a_function_in_its_own_schema_works_whatever_the_callers_search_path(
     configs = admin.execute(  # type: ignore[attr-defined]
         "SELECT proconfig FROM pg_proc WHERE pronamespace = %s::regnamespace", [name]
     ).fetchall()
-    assert len(configs) == 3 and all(c[0] is None for c in configs)
+    assert len(configs) == 4 and all(c[0] is None for c in configs)
 
 
 def test_a_schema_whose_name_needs_quotes_works_too() -> None:

@@ -35,7 +35,7 @@ from typing import Any
 from .. import validate as check
 from ..layouts import SnowflakeLayout
 
-__all__ = ["DEFAULT_MAX_AHEAD_MS", "NextIdFunction", "StateCheck"]
+__all__ = ["C_LIBRARY", "DEFAULT_MAX_AHEAD_MS", "LANGUAGES", "NextIdFunction", "StateCheck"]
 
 #: How far ahead of the last issued id and of the statement's start a clock reading may
 #: be before ``next_id`` refuses it: one hour.
@@ -50,14 +50,35 @@ _LOCK_CLASS = 0x75696466
 #: Where a function's own schema goes in ``NextIdFunction.body()``.
 SCHEMA = "__uid_fields_schema__"
 
+#: How ``next_id`` can be made: the PL/pgSQL function (the default: nothing to install on
+#: the server), or the C one of ``postgres/uid_fields_pg.c`` (faster; the library must be
+#: in the server's ``shared_preload_libraries``).
+LANGUAGES = ("plpgsql", "c")
+#: The C function's library, found through the server's ``dynamic_library_path``.
+C_LIBRARY = "uid_fields_pg"
+_C_SYMBOL = "uid_fields_next_id"
+_C_ARGUMENTS = (
+    "state regclass, shard integer, epoch_ms bigint, unit_ms bigint, time_shift integer, "
+    "shard_shift integer, sequence_bits integer, node_bits bigint, shard_max integer, "
+    "max_unit bigint, max_ahead_ms bigint"
+)
+_C_TYPES = ",".join(argument.split()[1] for argument in _C_ARGUMENTS.split(", "))
 
-def _in_current_schema(statement: str) -> str:
+
+def _in_current_schema(statement: str, qualified: str | None = None) -> str:
     """``statement`` (a ``format()`` template, the schema as ``%1$s``) run by a DO block
-    with the quoted name of the schema it is installed in."""
+    with the quoted name of the schema it is installed in; ``qualified``: a name in that
+    schema, given as ``%2$L`` (a string literal of the qualified name)."""
+    extra = f", quote_ident(current_schema()) || '.{qualified}'" if qualified else ""
     return (
         "DO $uid_install$ BEGIN EXECUTE format("
-        f"$uid_ddl${statement}$uid_ddl$, quote_ident(current_schema())); END $uid_install$"
+        f"$uid_ddl${statement}$uid_ddl$, quote_ident(current_schema()){extra}); "
+        "END $uid_install$"
     )
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def sql_identifier(name: object, what: str) -> str:
@@ -88,9 +109,14 @@ class NextIdFunction:
     node: Mapping[str, int] | None = None
     #: Refuse clock readings this far ahead (see the module doc); None: never refuse.
     max_ahead_ms: int | None = DEFAULT_MAX_AHEAD_MS
+    #: One of ``LANGUAGES``: both issue the same ids from the same state sequence, and
+    #: either may replace the other on a live database.
+    language: str = "plpgsql"
 
     def __post_init__(self) -> None:
         sql_identifier(self.name, "function name")
+        if self.language not in LANGUAGES:
+            raise ValueError(f"language must be one of {list(LANGUAGES)}; got {self.language!r}")
         if self.max_ahead_ms is not None:
             check.integer("max_ahead_ms", self.max_ahead_ms, 1, 10**12)
         if self.shard_field not in self.layout.field_names:
@@ -115,10 +141,61 @@ class NextIdFunction:
         """The column default expression."""
         return f"{self.name}()"
 
+    @property
+    def implementation(self) -> str:
+        """The function that does the work, by ``language``: ``name_plpgsql(shard)`` or
+        ``name_c(state, shard, layout...)``."""
+        return f"{self.name}_{self.language}"
+
     def body(self, schema: str = SCHEMA) -> str:
-        """The PL/pgSQL body of ``name(shard integer)``, its own objects qualified with
-        ``schema`` (an already quoted identifier; ``SCHEMA`` is the placeholder the
-        install statement fills with the schema it runs in)."""
+        """The body of ``name(shard integer)``, its own objects qualified with ``schema``
+        (an already quoted identifier; ``SCHEMA`` is the placeholder the install
+        statement fills with the schema it runs in).
+
+        Always one SQL statement, which the planner inlines into the caller, calling the
+        implementation: so a switch of ``language`` on a live database replaces a SQL
+        body with a SQL body. (Replacing a PL/pgSQL function by a SQL one while another
+        session calls it fails that call: PostgreSQL reads the language and the source
+        in two lookups.)
+        """
+        if self.language == "c":
+            return self._c_call(schema, _sql_literal(f"{schema}.{self.sequence}"))
+        return f" SELECT {schema}.{self.implementation}(shard) "
+
+    def installed_bodies(self, schema: str = SCHEMA) -> dict[str, str]:
+        """What ``pg_proc.prosrc`` must hold, by signature, for each function whose body
+        the layout and the language decide (``check-db`` compares them)."""
+        if self.language == "c":
+            signature = f"{self.implementation}({_C_TYPES})"
+            return {f"{self.name}(integer)": self.body(schema), signature: _C_SYMBOL}
+        return {
+            f"{self.name}(integer)": self.body(schema),
+            f"{self.implementation}(integer)": self.plpgsql_body(schema),
+        }
+
+    def _c_call(self, schema: str, sequence: str) -> str:
+        """The C body: the layout as constants, the state sequence as a regclass
+        resolved with its schema."""
+        layout = self.layout
+        node = dict(self.node or {})
+        node.pop(self.shard_field, None)
+        arguments = (
+            f"{sequence}::regclass",
+            "shard",
+            str(layout.epoch_ms),
+            str(layout.time_unit_ms),
+            str(layout.time_shift),
+            str(layout.field_shift(self.shard_field)),
+            str(layout.sequence_bits),
+            str(layout.node_bits(node)),
+            str((1 << layout.field_bits(self.shard_field)) - 1),
+            str(layout.max_unit),
+            str(self.max_ahead_ms or 0),
+        )
+        return f" SELECT {schema}.{self.implementation}({', '.join(arguments)}) "
+
+    def plpgsql_body(self, schema: str = SCHEMA) -> str:
+        """The body of ``name_plpgsql(shard integer)``."""
         layout = self.layout
         node = dict(self.node or {})
         node.pop(self.shard_field, None)
@@ -183,11 +260,33 @@ END
         # schema per logical shard, as Instagram ran it). Not pinning search_path on the
         # function (SET search_path FROM CURRENT) saves a configuration switch on every
         # call: about a third of the call's cost.
-        template = self.body().replace("%", "%%").replace(SCHEMA, "%1$s")
-        main = (
-            f"CREATE OR REPLACE FUNCTION %1$s.{self.name}(shard integer) RETURNS bigint "
-            f"LANGUAGE plpgsql VOLATILE AS $uid_fields${template}$uid_fields$"
-        )
+        if self.language == "c":
+            main = _in_current_schema(
+                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}(shard integer) RETURNS bigint "
+                f"LANGUAGE sql VOLATILE AS $uid_fields${self._c_call('%1$s', '%2$L')}"
+                "$uid_fields$",
+                self.sequence,
+            )
+            implementation = [
+                f"CREATE OR REPLACE FUNCTION {self.implementation}({_C_ARGUMENTS}) RETURNS "
+                f"bigint LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', '{_C_SYMBOL}'",
+                f"CREATE OR REPLACE FUNCTION {self.implementation}_reset(state regclass, "
+                f"value bigint) RETURNS void LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', "
+                "'uid_fields_reset_state'",
+            ]
+        else:
+            template = self.plpgsql_body().replace("%", "%%").replace(SCHEMA, "%1$s")
+            main = _in_current_schema(
+                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}(shard integer) RETURNS bigint "
+                f"LANGUAGE sql VOLATILE AS $uid_fields${self.body('%1$s')}$uid_fields$"
+            )
+            implementation = [
+                _in_current_schema(
+                    f"CREATE OR REPLACE FUNCTION %1$s.{self.implementation}(shard integer) "
+                    f"RETURNS bigint LANGUAGE plpgsql VOLATILE AS $uid_fields${template}"
+                    "$uid_fields$"
+                )
+            ]
         wrapper = (
             f"CREATE OR REPLACE FUNCTION %1$s.{self.name}() RETURNS bigint "
             f"LANGUAGE sql VOLATILE AS $$ SELECT %1$s.{self.name}({self.shard}) $$"
@@ -203,7 +302,8 @@ END
             f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} AS bigint MINVALUE 0 START 0",
             f"CREATE OR REPLACE FUNCTION {self.clock}() RETURNS bigint LANGUAGE sql VOLATILE "
             f"AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
-            _in_current_schema(main),
+            *implementation,
+            main,
             _in_current_schema(wrapper),
         ]
 
@@ -211,6 +311,9 @@ END
         return [
             f"DROP FUNCTION IF EXISTS {self.name}()",
             f"DROP FUNCTION IF EXISTS {self.name}(integer)",
+            f"DROP FUNCTION IF EXISTS {self.name}_plpgsql(integer)",
+            f"DROP FUNCTION IF EXISTS {self.name}_c({_C_TYPES})",
+            f"DROP FUNCTION IF EXISTS {self.name}_c_reset(regclass, bigint)",
             f"DROP FUNCTION IF EXISTS {self.clock}()",
             f"DROP SEQUENCE IF EXISTS {self.sequence}",
         ]
@@ -260,11 +363,13 @@ END
             )
         lock = f"{_LOCK_CLASS}, '{self.sequence}'::regclass::oid::integer"
         cursor.execute(f"SELECT pg_advisory_lock({lock})")
+        reset = (
+            f"SELECT {self.implementation}_reset('{self.sequence}', %s)"
+            if self.language == "c"
+            else f"SELECT setval('{self.sequence}', %s, true)"
+        )
         try:
-            cursor.execute(
-                f"SELECT setval('{self.sequence}', %s, true)",
-                ((state.now_unit << state.sequence_bits) - 1,),
-            )
+            cursor.execute(reset, ((state.now_unit << state.sequence_bits) - 1,))
         finally:
             cursor.execute(f"SELECT pg_advisory_unlock({lock})")
         return self.check_state(cursor, tables)

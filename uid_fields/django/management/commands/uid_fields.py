@@ -266,7 +266,8 @@ class Command(BaseCommand):
             if cursor.fetchone()[0] is None:
                 return f"missing sequence {expected.sequence}"
             bodies, schemas = {}, {}
-            for signature in (f"{function}(integer)", f"{function}()", f"{expected.clock}()"):
+            wanted = expected.installed_bodies()
+            for signature in (*wanted, f"{function}()", f"{expected.clock}()"):
                 cursor.execute(
                     "SELECT p.prosrc, quote_ident(n.nspname) FROM pg_proc p "
                     "JOIN pg_namespace n ON n.oid = p.pronamespace "
@@ -277,8 +278,8 @@ class Command(BaseCommand):
                 if row is None:
                     return f"missing function {signature}; run check-db --fix"
                 bodies[signature], schemas[signature] = row
-        wanted = expected.body(schemas[f"{function}(integer)"])
-        if _squash(bodies[f"{function}(integer)"]) != _squash(wanted):
+        wanted = expected.installed_bodies(schemas[f"{function}(integer)"])
+        if any(_squash(bodies[name]) != _squash(body) for name, body in wanted.items()):
             return "stale function body (epoch, layout or shard changed?); run check-db --fix"
         if f"{function}({expected.shard})" not in bodies[f"{function}()"]:
             return f"{function}() does not use logical shard {expected.shard}"

@@ -1,0 +1,226 @@
+"""The opt-in C next_id (``postgres/uid_fields_pg.c``) on a server that preloads it.
+
+The same promises as the PL/pgSQL function, checked on a throwaway cluster started with
+``shared_preload_libraries``: no duplicate above 1024 ids per ms, none after a crash with
+the clock set back, no lock left by a cancelled statement, no dependence on
+``search_path``, clock faults refused, and either language replacing the other on a live
+database without repeating an id.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from tests.postgres_servers import C_SOURCE, PostgresCluster, c_library, postgres_cluster
+from uid_fields import INSTAGRAM, SnowflakeLayout
+from uid_fields.sql.postgres import NextIdFunction
+
+DAY_MS = 86_400_000
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PostgresCluster]:
+    # The WAL writer waits 10 s between rounds: only an explicit flush makes a ceiling
+    # durable before the crash test's transaction ends.
+    with postgres_cluster(*c_library(), "wal_writer_delay=10000") as running:
+        yield running
+
+
+@pytest.fixture
+def db(cluster: PostgresCluster) -> Iterator[str]:
+    name = f"uidf_c_{uuid.uuid4().hex[:8]}"
+    yield cluster.create_database(name)
+    with psycopg.connect(cluster.url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _connect(url: str) -> psycopg.Connection:
+    return psycopg.connect(url, autocommit=True)
+
+
+def _install(url: str, **options: object) -> NextIdFunction:
+    options = {"shard": 5, "language": "c", **options}
+    function = NextIdFunction(INSTAGRAM, **options)  # type: ignore[arg-type]
+    with _connect(url) as conn:
+        for statement in function.create_statements():
+            conn.execute(statement)
+    return function
+
+
+def _ids(conn: psycopg.Connection, count: int, call: str = "uid_next_id()") -> list[int]:
+    rows = conn.execute(f"SELECT {call} FROM generate_series(1, {count})").fetchall()
+    return [int(row[0]) for row in rows]
+
+
+def _age_ms(value: int) -> float:
+    return time.time() * 1000 - INSTAGRAM.decompose(value).timestamp_ms
+
+
+def test_ids_are_unique_on_time_and_carry_the_shard(db: str) -> None:
+    _install(db)
+    with _connect(db) as conn:
+        ids = _ids(conn, 200_000)  # far above 1024 per ms: the ids carry into later ms
+        other = int(conn.execute("SELECT uid_next_id(9)").fetchone()[0])  # type: ignore[index]
+    assert len(set(ids)) == len(ids) and ids == sorted(ids)
+    assert {INSTAGRAM.decompose(i).shard for i in ids} == {5}
+    assert INSTAGRAM.decompose(other).shard == 9 and other > ids[-1]
+    assert abs(_age_ms(ids[0])) < 60_000
+
+
+def test_a_function_in_its_own_schema_works_whatever_the_callers_search_path(db: str) -> None:
+    with _connect(db) as admin:
+        admin.execute('CREATE SCHEMA "Shard 7"')
+        admin.execute('SET search_path = "Shard 7"')
+        for statement in NextIdFunction(INSTAGRAM, shard=7, language="c").create_statements():
+            admin.execute(statement)
+    with _connect(db) as caller:
+        caller.execute("SET search_path = public")
+        made = _ids(caller, 10, '"Shard 7".uid_next_id()')
+    assert len(set(made)) == 10 and {INSTAGRAM.decompose(i).shard for i in made} == {7}
+
+
+def test_concurrent_sessions_never_repeat_an_id(db: str) -> None:
+    _install(db)
+    results: list[list[int]] = [[] for _ in range(4)]
+
+    def run(slot: int) -> None:
+        with _connect(db) as conn:
+            results[slot] = _ids(conn, 50_000)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    ids = [i for r in results for i in r]
+    assert len(ids) == 200_000 and len(set(ids)) == len(ids)
+
+
+def test_a_crash_with_the_clock_set_back_repeats_no_id(cluster: PostgresCluster) -> None:
+    """Shared memory is gone after a crash; the state resumes from the flushed ceiling."""
+    url = cluster.create_database(f"uidf_c_{uuid.uuid4().hex[:8]}")
+    _install(url)
+    conn = psycopg.connect(url)  # a transaction that has not committed when the crash comes
+    before = _ids(conn, 50_000)
+    cluster.crash_and_restart()
+    conn.close()
+    with _connect(url) as conn:
+        conn.execute("SET uid_fields.clock_offset_ms = -600000")  # ten minutes back
+        after = _ids(conn, 1000)
+    assert min(after) > max(before)
+
+
+def test_a_cancelled_statement_leaves_no_lock_behind(db: str) -> None:
+    _install(db)
+    for _ in range(5):
+        with _connect(db) as conn:
+            conn.execute("SET statement_timeout = '30ms'")
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                _ids(conn, 50_000_000)
+    with _connect(db) as other:
+        other.execute("SET lock_timeout = '1s'")
+        other.execute("SET statement_timeout = '5s'")
+        assert len(set(_ids(other, 10_000))) == 10_000
+        held = other.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+        assert held.fetchone() == (0,)
+
+
+def test_a_reading_a_day_ahead_is_refused_and_a_clock_going_back_repeats_nothing(
+    db: str,
+) -> None:
+    _install(db)
+    with _connect(db) as conn:
+        first = _ids(conn, 100)
+        conn.execute(f"SET uid_fields.clock_offset_ms = {DAY_MS}")
+        with pytest.raises(psycopg.errors.DatetimeFieldOverflow, match="max_ahead_ms"):
+            _ids(conn, 1)
+        conn.execute("SET uid_fields.clock_offset_ms = -5000")  # NTP stepped back 5 s
+        back = _ids(conn, 100)
+        conn.execute("RESET uid_fields.clock_offset_ms")
+        later = _ids(conn, 100)
+    assert max(first) < min(back) and max(back) < min(later)
+    assert abs(_age_ms(later[-1])) < 60_000  # never stamped a day ahead
+
+
+def test_a_call_past_the_layouts_end_leaves_the_state_untouched(db: str) -> None:
+    tiny = SnowflakeLayout(
+        epoch_ms=int(time.time() * 1000) - 10_000,  # two bits of 1 s: ended 6 s ago
+        time_bits=2,
+        time_unit_ms=1000,
+        fields=(("shard", 3),),
+        sequence_bits=4,
+    )
+    function = NextIdFunction(tiny, shard=1, language="c")
+    with _connect(db) as conn:
+        for statement in function.create_statements():
+            conn.execute(statement)
+        for _ in range(2):
+            with pytest.raises(psycopg.errors.NumericValueOutOfRange, match="exhausted"):
+                conn.execute("SELECT uid_next_id()")
+        state = conn.execute("SELECT last_value, is_called FROM uid_next_id_state").fetchone()
+    assert state == (0, False)
+
+
+def test_either_language_replaces_the_other_on_a_live_database(db: str) -> None:
+    made: list[int] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def keep_making() -> None:
+        try:
+            with _connect(db) as conn:
+                while not stop.is_set():
+                    made.extend(_ids(conn, 2000))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    _install(db, language="plpgsql")
+    writer = threading.Thread(target=keep_making)
+    writer.start()
+    try:
+        with _connect(db) as conn:
+            for language in ("c", "plpgsql", "c", "plpgsql", "c"):
+                time.sleep(0.2)
+                _install(db, language=language)
+                made.extend(_ids(conn, 5000))
+    finally:
+        stop.set()
+        writer.join(30)
+    assert not errors, errors
+    assert len(made) > 25_000 and len(set(made)) == len(made)
+
+
+def test_state_check_and_reset(db: str) -> None:
+    function = _install(db, max_ahead_ms=None)
+    with _connect(db) as conn:
+        conn.execute("CREATE TABLE photos (id bigint PRIMARY KEY DEFAULT uid_next_id())")
+        conn.execute("INSERT INTO photos DEFAULT VALUES")
+        cursor = conn.cursor()
+        # The ceiling runs at most half a second ahead: within check-db's tolerance.
+        assert function.check_state(cursor, ["photos"]).ahead_ms <= 1000
+        conn.execute(f"SET uid_fields.clock_offset_ms = {DAY_MS}")
+        _ids(conn, 10)  # a clock a day ahead for a while: ids issued, not stored
+        conn.execute("RESET uid_fields.clock_offset_ms")
+        state = function.check_state(cursor, ["photos"])
+        assert DAY_MS - 60_000 < state.ahead_ms < DAY_MS + 60_000 and state.resettable
+        assert function.reset_state(cursor, ["photos"]).ahead_ms <= 1000
+        made = int(conn.execute("INSERT INTO photos DEFAULT VALUES RETURNING id").fetchone()[0])  # type: ignore[index]
+    assert abs(_age_ms(made)) < 60_000
+
+
+def test_without_the_preload_the_install_says_what_is_missing() -> None:
+    settings = (f"dynamic_library_path='{C_SOURCE}:$libdir'",)
+    statements = NextIdFunction(INSTAGRAM, shard=1, language="c").create_statements()
+    with (
+        postgres_cluster(*settings) as bare,
+        _connect(bare.url) as conn,
+        pytest.raises(psycopg.Error, match="shared_preload_libraries"),
+    ):
+        for statement in statements:
+            conn.execute(statement)
