@@ -48,7 +48,8 @@ SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py
 	tests/core/test_benchmark_smoke.py tests/core/test_postgres_function.py \
 	tests/core/test_mysql_decimal.py tests/sqlalchemy/test_decimal_ids.py \
 	tests/core/test_twophase.py tests/sqlalchemy/test_two_phase.py \
-	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py
+	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py \
+	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py
 $(SQLA)/.installed: pyproject.toml
 	@test -x $(SQLA)/bin/python || $(PYTHON) -m venv $(SQLA)
 	$(SQLA)/bin/python -m pip install --quiet --upgrade pip

@@ -43,6 +43,7 @@ from .placement import natural_route, route_for
 from .sequences import MODES as SEQUENCE_MODES
 from .sequences import RedisSequence
 from .shards import Route, ShardMap
+from .sql.postgres import LANGUAGES as NEXT_ID_LANGUAGES
 from .timeutil import format_ms, parse_instant
 from .uniqid import UniqIdGenerator
 from .workers import FromEnv, NodeSource, NodeValue
@@ -103,7 +104,8 @@ _INT_KEYS = frozenset({"kind", "layout", "epoch", "unsigned", "fields", "max_bac
 GENERATOR_KEYS: dict[str, frozenset[str]] = {
     "snowflake": _INT_KEYS | {"sequence"},
     "sharded": _INT_KEYS
-    | {"shard_field", "key_hash", "sequence", "single_process", "max_ahead_ms"},
+    | {"shard_field", "key_hash", "sequence", "single_process", "max_ahead_ms"}
+    | {"next_id_language"},
     "decimal": _INT_KEYS,
     "locality": frozenset({"kind", "fields", "sequential", "pid", "mac"}),
     "uniqid": frozenset({"kind", "fields", "total_shards", "max_backward_ms"}),
@@ -277,6 +279,13 @@ def generator_problems(
             _at(path, "max_ahead_ms"),
             E_TYPE,
             lambda: check.integer("max_ahead_ms", entry["max_ahead_ms"], 1, 10**12),
+        )
+    language = entry.get("next_id_language", NEXT_ID_LANGUAGES[0])
+    if language not in NEXT_ID_LANGUAGES:
+        report.add(
+            _at(path, "next_id_language"),
+            f"must be one of {list(NEXT_ID_LANGUAGES)}, got {language!r}",
+            E_GENERATOR,
         )
     layout = None
     if kind in _DEFAULT_LAYOUT:

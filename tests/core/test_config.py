@@ -176,6 +176,7 @@ def test_a_range_that_is_not_a_pair() -> None:
         ("GENERATORS.orders.epoch", "yesterday", "ISO 8601"),
         ("GENERATORS.orders.fields.worker", 99, "worker=99 is out of range 0..31"),
         ("GENERATORS.photos.key_hash", "sha", "'modulo' or 'mixed'"),
+        ("GENERATORS.photos.next_id_language", "rust", "one of ['plpgsql', 'c']"),
         ("GENERATORS.events.pid", 70000, "pid=70000 is out of range"),
         ("GENERATORS.php.total_shards", 11, "total_shards=11 is out of range 1..10"),
     ],

@@ -117,3 +117,26 @@ def test_the_operation_reverses_and_reapplies() -> None:
         InstallNextId(generator="photos", shards="main").database_backwards(
             "pgapp", editor, None, None
         )
+
+
+def test_the_c_function_is_chosen_per_generator_and_checked_by_check_db() -> None:
+    """``"next_id_language": "c"`` installs the C function; a database that still has the
+    PL/pgSQL one is reported by ``check-db`` (the C function's own tests run on a server
+    that preloads it: tests/core/test_postgres_c_function.py)."""
+    import copy
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+    from django.test.utils import override_settings
+
+    from uid_fields.django.operations import next_id_function
+
+    changed = copy.deepcopy(settings.UID_FIELDS)
+    changed["GENERATORS"]["photos"]["next_id_language"] = "c"
+    with override_settings(UID_FIELDS=changed):
+        function = next_id_function("photos", "main", "shard_1", "uid_next_id")
+        assert function.language == "c"
+        assert any("LANGUAGE c" in statement for statement in function.create_statements())
+        with pytest.raises(CommandError, match=r"missing function uid_next_id_c\(regclass,.*--fix"):
+            call_command("uid_fields", "check-db", "--database", "shard_1", stdout=StringIO())
+    call_command("uid_fields", "check-db", "--database", "shard_1", stdout=StringIO())

@@ -31,13 +31,14 @@ def next_id_function(generator: str, shards: str, alias: str, function: str) -> 
         raise ValueError(f"generator {generator!r} is not a sharded generator")
     shard_map = get_shard_map(shards, generator)
     low = None if alias in shard_map.incoming else stamped_logical_shard(shard_map, alias)
-    max_ahead = conf.GENERATORS[generator].get("max_ahead_ms", DEFAULT_MAX_AHEAD_MS)
+    entry = conf.GENERATORS[generator]
     return NextIdFunction(
         gen.layout,
         shard=low,
         name=function,
         shard_field=gen.shard_field,
-        max_ahead_ms=max_ahead,
+        max_ahead_ms=entry.get("max_ahead_ms", DEFAULT_MAX_AHEAD_MS),
+        language=entry.get("next_id_language", "plpgsql"),
     )
 
 

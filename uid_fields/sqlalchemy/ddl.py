@@ -38,12 +38,14 @@ class DatabaseIds:
         name: str = "uid_next_id",
         shard_field: str = "shard",
         max_ahead_ms: int | None = DEFAULT_MAX_AHEAD_MS,
+        language: str = "plpgsql",
     ) -> None:
         self.layout = layout
         self.name = name
         self.shard_field = shard_field
         self.max_ahead_ms = max_ahead_ms
-        self.function(0)  # validate the layout, name, field and bound now
+        self.language = language
+        self.function(0)  # validate the layout, name, field, bound and language now
 
     def function(self, shard: int) -> NextIdFunction:
         return NextIdFunction(
@@ -52,6 +54,7 @@ class DatabaseIds:
             name=self.name,
             shard_field=self.shard_field,
             max_ahead_ms=self.max_ahead_ms,
+            language=self.language,
         )
 
     def check_state(self, connection: Connection, tables: Iterable[str] = ()) -> StateCheck:
