@@ -182,6 +182,17 @@ def c_library() -> tuple[str, ...]:
     """Build ``uid_fields_pg`` now (``make -C postgres``) and return the server settings
     that preload it from the build directory; a skip, or a failure under
     UID_FIELDS_REQUIRE_SERVICES=1, when the server headers are not installed."""
+    settings = build_c_library()
+    if settings is None:
+        services.unavailable(
+            "PostgreSQL's extension build files (postgresql-server-dev)",
+            FileNotFoundError("pg_config --pgxs"),
+        )
+    return settings
+
+
+def build_c_library() -> tuple[str, ...] | None:
+    """``c_library()`` for the benchmarks: None when the server headers are missing."""
     pg_config = shutil.which("pg_config")
     pgxs = ""
     if pg_config:
@@ -189,10 +200,7 @@ def c_library() -> tuple[str, ...]:
             [pg_config, "--pgxs"], capture_output=True, text=True, check=False
         ).stdout.strip()
     if not pgxs or not Path(pgxs).exists():
-        services.unavailable(
-            "PostgreSQL's extension build files (postgresql-server-dev)",
-            FileNotFoundError(pgxs or "pg_config"),
-        )
+        return None
     subprocess.run(
         ["make", "-s", "-C", str(C_SOURCE), "with_llvm=no"],
         check=True,
