@@ -11,6 +11,14 @@ id, and a rolled-back transaction cannot un-issue one, since sequences are not
 transactional. ``CREATE SEQUENCE IF NOT EXISTS`` keeps that state when the migration
 runs again.
 
+Two implementations (``language``) behind one inlined SQL ``name(shard)``: the PL/pgSQL
+``name_plpgsql`` above (nothing to install on the server), and the C ``name_c`` of
+``postgres/uid_fields_pg.c``, which keeps the last id in shared memory (compare-and-swap,
+no lock) and writes the sequence only as a flushed ceiling half a second ahead; it needs
+``shared_preload_libraries``. Both read the sequence as an upper bound of every issued id
+and move it under the same advisory lock, so either may replace the other on a live
+database.
+
 The same layout object decodes what the function makes.
 
 Bad clocks. A reading past the layout's end raises before any state is written. A
