@@ -29,7 +29,7 @@ FULL: dict[str, dict[str, Any]] = {
     "sqla": {"rows": 100_000, "rounds": 3},
     "mysql": {"rows": 100_000, "rounds": 3},
     "index": {"rows": 1_000_000},
-    "pg_functions": {"calls": 100_000, "rounds": 3},
+    "pg_functions": {"calls": 100_000, "rounds": 3, "pgbench_seconds": 2},
     "sqla_flush": {"rows": 20_000, "rounds": 3},
     "sqla_routing": {"rows": 4000, "gets": 300},
     "django": {"rows": 100_000, "rounds": 3, "sharded_rows": 4000, "gets": 300},

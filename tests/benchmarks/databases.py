@@ -428,11 +428,20 @@ def run_pg_functions(
             )
         rates: dict[str, float] = {}
         if pgbench_seconds and shutil.which("pgbench"):
-            for clients in (1, 8):
-                for name in (*defaults, "nextval()"):
-                    rates[f"{name}, {clients} clients"] = _pgbench(
-                        url, PGBENCH[name], clients, pgbench_seconds
+            # Alternate rounds, the median of each: one client's rate moves by 10% from
+            # run to run on this machine.
+            runs = alternate(
+                [
+                    (
+                        f"{name}, {clients} clients",
+                        _bind(_pgbench, url, PGBENCH[name], clients, pgbench_seconds),
                     )
+                    for clients in (1, 8)
+                    for name in (*defaults, "nextval()")
+                ],
+                rounds,
+            )
+            rates = {key: median(values) for key, values in runs.items()}
     times = {name: median(values) for name, values in samples.items()}
     labels = {
         "uid_next_id()": "next_id() (PL/pgSQL, the default)",

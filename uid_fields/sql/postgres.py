@@ -70,6 +70,10 @@ _C_ARGUMENTS = (
     "shard_shift integer, sequence_bits integer, node_bits bigint, shard_max integer, "
     "max_unit bigint, max_ahead_ms bigint"
 )
+_REFUSE = (
+    " BEGIN RAISE EXCEPTION 'this database owns no logical shard yet: deploy a shard map "
+    "that gives it a range, then run check-db --fix'; END "
+)
 _C_TYPES = ",".join(argument.split()[1] for argument in _C_ARGUMENTS.split(", "))
 
 
@@ -166,30 +170,43 @@ class NextIdFunction:
         session calls it fails that call: PostgreSQL reads the language and the source
         in two lookups.)
         """
-        if self.language == "c":
-            return self._c_call(schema, _sql_literal(f"{schema}.{self.sequence}"))
-        return f" SELECT {schema}.{self.implementation}(shard) "
+        return self._call(schema, "shard")
+
+    def wrapper_body(self, schema: str = SCHEMA) -> str:
+        """The body of ``name()``: the implementation called with this database's logical
+        shard (directly, not through ``name(shard)``: one level of inlining less to plan
+        on every statement), or a refusal while the database owns none."""
+        if self.shard is None:
+            return _REFUSE
+        return self._call(schema, str(self.shard))
 
     def installed_bodies(self, schema: str = SCHEMA) -> dict[str, str]:
         """What ``pg_proc.prosrc`` must hold, by signature, for each function whose body
-        the layout and the language decide (``check-db`` compares them)."""
-        if self.language == "c":
-            signature = f"{self.implementation}({_C_TYPES})"
-            return {f"{self.name}(integer)": self.body(schema), signature: _C_SYMBOL}
+        the layout, the language and the shard decide (``check-db`` compares them)."""
+        implementation = (
+            {f"{self.implementation}({_C_TYPES})": _C_SYMBOL}
+            if self.language == "c"
+            else {f"{self.implementation}(integer)": self.plpgsql_body(schema)}
+        )
         return {
+            **implementation,
             f"{self.name}(integer)": self.body(schema),
-            f"{self.implementation}(integer)": self.plpgsql_body(schema),
+            f"{self.name}()": self.wrapper_body(schema),
         }
 
-    def _c_call(self, schema: str, sequence: str) -> str:
-        """The C body: the layout as constants, the state sequence as a regclass
-        resolved with its schema."""
+    def _call(self, schema: str, shard: str, sequence: str | None = None) -> str:
+        """One SELECT of the implementation for ``shard`` (an expression); ``sequence``:
+        the state sequence as a string literal (by default, qualified with ``schema``)."""
+        if self.language != "c":
+            return f" SELECT {schema}.{self.implementation}({shard}) "
+        # The C function takes the layout as constants and the state sequence as a
+        # regclass resolved with its schema.
         layout = self.layout
         node = dict(self.node or {})
         node.pop(self.shard_field, None)
         arguments = (
-            f"{sequence}::regclass",
-            "shard",
+            f"{sequence or _sql_literal(f'{schema}.{self.sequence}')}::regclass",
+            shard,
             str(layout.epoch_ms),
             str(layout.time_unit_ms),
             str(layout.time_shift),
@@ -268,13 +285,26 @@ END
         # schema per logical shard, as Instagram ran it). Not pinning search_path on the
         # function (SET search_path FROM CURRENT) saves a configuration switch on every
         # call: about a third of the call's cost.
-        if self.language == "c":
-            main = _in_current_schema(
-                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}(shard integer) RETURNS bigint "
-                f"LANGUAGE sql VOLATILE AS $uid_fields${self._c_call('%1$s', '%2$L')}"
+        # %2$L: the state sequence qualified with the schema, as a string literal.
+        main = _in_current_schema(
+            f"CREATE OR REPLACE FUNCTION %1$s.{self.name}(shard integer) RETURNS bigint "
+            f"LANGUAGE sql VOLATILE AS $uid_fields${self._call('%1$s', 'shard', '%2$L')}"
+            "$uid_fields$",
+            self.sequence,
+        )
+        if self.shard is None:
+            wrapper = _in_current_schema(
+                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}() RETURNS bigint "
+                f"LANGUAGE plpgsql VOLATILE AS $uid_fields${_REFUSE}$uid_fields$"
+            )
+        else:
+            wrapper = _in_current_schema(
+                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}() RETURNS bigint LANGUAGE sql "
+                f"VOLATILE AS $uid_fields${self._call('%1$s', str(self.shard), '%2$L')}"
                 "$uid_fields$",
                 self.sequence,
             )
+        if self.language == "c":
             implementation = [
                 f"CREATE OR REPLACE FUNCTION {self.implementation}({_C_ARGUMENTS}) RETURNS "
                 f"bigint LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', '{_C_SYMBOL}'",
@@ -284,10 +314,6 @@ END
             ]
         else:
             template = self.plpgsql_body().replace("%", "%%").replace(SCHEMA, "%1$s")
-            main = _in_current_schema(
-                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}(shard integer) RETURNS bigint "
-                f"LANGUAGE sql VOLATILE AS $uid_fields${self.body('%1$s')}$uid_fields$"
-            )
             implementation = [
                 _in_current_schema(
                     f"CREATE OR REPLACE FUNCTION %1$s.{self.implementation}(shard integer) "
@@ -295,24 +321,13 @@ END
                     "$uid_fields$"
                 )
             ]
-        wrapper = (
-            f"CREATE OR REPLACE FUNCTION %1$s.{self.name}() RETURNS bigint "
-            f"LANGUAGE sql VOLATILE AS $$ SELECT %1$s.{self.name}({self.shard}) $$"
-        )
-        if self.shard is None:
-            wrapper = (
-                f"CREATE OR REPLACE FUNCTION %1$s.{self.name}() RETURNS bigint "
-                "LANGUAGE plpgsql VOLATILE AS $$ BEGIN RAISE EXCEPTION "
-                "'this database owns no logical shard yet: deploy a shard map that gives "
-                "it a range, then run check-db --fix'; END $$"
-            )
         return [
             f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} AS bigint MINVALUE 0 START 0",
             f"CREATE OR REPLACE FUNCTION {self.clock}() RETURNS bigint LANGUAGE sql VOLATILE "
             f"AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
             *implementation,
             main,
-            _in_current_schema(wrapper),
+            wrapper,
         ]
 
     def drop_statements(self) -> list[str]:

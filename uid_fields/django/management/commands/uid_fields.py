@@ -267,7 +267,7 @@ class Command(BaseCommand):
                 return f"missing sequence {expected.sequence}"
             bodies, schemas = {}, {}
             wanted = expected.installed_bodies()
-            for signature in (*wanted, f"{function}()", f"{expected.clock}()"):
+            for signature in (*wanted, f"{expected.clock}()"):
                 cursor.execute(
                     "SELECT p.prosrc, quote_ident(n.nspname) FROM pg_proc p "
                     "JOIN pg_namespace n ON n.oid = p.pronamespace "
@@ -279,10 +279,11 @@ class Command(BaseCommand):
                     return f"missing function {signature}; run check-db --fix"
                 bodies[signature], schemas[signature] = row
         wanted = expected.installed_bodies(schemas[f"{function}(integer)"])
-        if any(_squash(bodies[name]) != _squash(body) for name, body in wanted.items()):
-            return "stale function body (epoch, layout or shard changed?); run check-db --fix"
-        if f"{function}({expected.shard})" not in bodies[f"{function}()"]:
+        stale = [name for name, body in wanted.items() if _squash(bodies[name]) != _squash(body)]
+        if stale == [f"{function}()"]:
             return f"{function}() does not use logical shard {expected.shard}"
+        if stale:
+            return "stale function body (epoch, layout or shard changed?); run check-db --fix"
         return "ok"
 
     # -- fixtures ------------------------------------------------------------------------
