@@ -40,6 +40,7 @@
 #include "storage/lock.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
@@ -311,6 +312,14 @@ uid_fields_next_id(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("uid_fields: invalid layout arguments")));
+
+	/*
+	 * Moving the ceiling writes the sequence, which a read-only transaction or a standby
+	 * cannot: refuse every call there, as the PL/pgSQL function's setval does, rather
+	 * than only the calls that happen to need a new ceiling.
+	 */
+	PreventCommandIfReadOnly("uid_fields next_id()");
+	PreventCommandDuringRecovery("uid_fields next_id()");
 
 	now_ms = unix_ms(GetCurrentTimestamp()) + clock_offset_ms;
 	now_unit = Max(floor_div(now_ms - epoch_ms, unit_ms), 0);

@@ -224,3 +224,16 @@ def test_without_the_preload_the_install_says_what_is_missing() -> None:
     ):
         for statement in statements:
             conn.execute(statement)
+
+
+@pytest.mark.parametrize("language", ["c", "plpgsql"])
+def test_a_read_only_transaction_is_refused_on_every_call(db: str, language: str) -> None:
+    """The C function could answer from shared memory until its ceiling must move; it
+    refuses at once instead, as the PL/pgSQL one (whose setval is refused) does."""
+    _install(db, language=language)
+    with _connect(db) as conn:
+        _ids(conn, 10)
+        for _ in range(3):
+            with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), conn.transaction():
+                conn.execute("SET TRANSACTION READ ONLY")
+                _ids(conn, 1)
