@@ -8,6 +8,7 @@ to run as root. Trust authentication, loopback only; removed when the test ends.
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import shutil
@@ -209,5 +210,16 @@ def build_c_library() -> tuple[str, ...] | None:
     )
     return (
         "shared_preload_libraries=uid_fields_pg",
-        f"dynamic_library_path='{C_SOURCE}:$libdir'",
+        f"dynamic_library_path='{_readable_copy(C_SOURCE / 'uid_fields_pg.so')}:$libdir'",
     )
+
+
+def _readable_copy(library: Path) -> Path:
+    """A directory the server's user can read holding a copy of ``library``: the
+    checkout may sit where the ``postgres`` user cannot enter. Removed at exit."""
+    directory = Path(tempfile.mkdtemp(prefix="uidf-pglib-"))
+    directory.chmod(0o755)
+    shutil.copy2(library, directory / library.name)
+    (directory / library.name).chmod(0o755)
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory

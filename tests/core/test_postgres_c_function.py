@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tests.postgres_servers import C_SOURCE, PostgresCluster, c_library, postgres_cluster
+from tests.postgres_servers import PostgresCluster, c_library, postgres_cluster
 from uid_fields import INSTAGRAM, SnowflakeLayout
 from uid_fields.sql.postgres import NextIdFunction
 
@@ -215,7 +215,7 @@ def test_state_check_and_reset(db: str) -> None:
 
 
 def test_without_the_preload_the_install_says_what_is_missing() -> None:
-    settings = (f"dynamic_library_path='{C_SOURCE}:$libdir'",)
+    settings = tuple(s for s in c_library() if not s.startswith("shared_preload_libraries"))
     statements = NextIdFunction(INSTAGRAM, shard=1, language="c").create_statements()
     with (
         postgres_cluster(*settings) as bare,
