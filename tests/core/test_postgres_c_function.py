@@ -237,3 +237,21 @@ def test_a_read_only_transaction_is_refused_on_every_call(db: str, language: str
             with pytest.raises(psycopg.errors.ReadOnlySqlTransaction), conn.transaction():
                 conn.execute("SET TRANSACTION READ ONLY")
                 _ids(conn, 1)
+
+
+def test_more_states_than_the_server_holds_is_a_clear_error() -> None:
+    with postgres_cluster(*c_library(), "uid_fields.max_states=16") as small:
+        url = small.create_database("uidf_c_states")
+        made = []
+        with _connect(url) as conn:
+            for n in range(16):
+                function = NextIdFunction(INSTAGRAM, shard=1, name=f"ids_{n}", language="c")
+                for statement in function.create_statements():
+                    conn.execute(statement)
+                made.append(int(conn.execute(f"SELECT {function.call}").fetchone()[0]))  # type: ignore[index]
+            extra = NextIdFunction(INSTAGRAM, shard=1, name="ids_16", language="c")
+            for statement in extra.create_statements():
+                conn.execute(statement)
+            with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="max_states"):
+                conn.execute(f"SELECT {extra.call}")
+    assert len(set(made)) == 16
