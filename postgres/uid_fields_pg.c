@@ -94,6 +94,8 @@ void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(uid_fields_next_id);
 PG_FUNCTION_INFO_V1(uid_fields_reset_state);
+PG_FUNCTION_INFO_V1(uid_fields_reload_state);
+PG_FUNCTION_INFO_V1(uid_fields_last_issued);
 
 static void
 request_shmem(void)
@@ -278,6 +280,15 @@ advance_ceiling(StateEntry *entry, Oid sequence, uint64 needed, uint64 reserve, 
 	PG_END_TRY();
 }
 
+static void
+require_preload(void)
+{
+	if (states == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("uid_fields_pg must be loaded by shared_preload_libraries")));
+}
+
 Datum
 uid_fields_next_id(PG_FUNCTION_ARGS)
 {
@@ -299,10 +310,7 @@ uid_fields_next_id(PG_FUNCTION_ARGS)
 				issued;
 	StateEntry *entry;
 
-	if (states == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("uid_fields_pg must be loaded by shared_preload_libraries")));
+	require_preload();
 	if (shard < 0 || shard > shard_max)
 		ereport(ERROR,
 				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -374,27 +382,23 @@ uid_fields_next_id(PG_FUNCTION_ARGS)
 }
 
 /*
- * Bring the state back to ``value`` (check-db --fix, after a clock that ran ahead): the
- * sequence, the ceiling and the last issued value, under the advisory lock.
+ * Under the advisory lock: the last issued value and the ceiling both set to ``value``
+ * (written to the sequence first when ``write``), as after a restart.
  */
-Datum
-uid_fields_reset_state(PG_FUNCTION_ARGS)
+static void
+set_state(Oid sequence, bool write, uint64 value)
 {
-	Oid			sequence = PG_GETARG_OID(0);
-	uint64		value = (uint64) PG_GETARG_INT64(1);
-	StateEntry *entry;
+	StateEntry *entry = find_state(sequence);
 	LOCKTAG		tag;
 
-	if (states == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("uid_fields_pg must be loaded by shared_preload_libraries")));
-	entry = find_state(sequence);
 	advisory_tag(&tag, sequence);
 	LockAcquire(&tag, ExclusiveLock, true, false);
 	PG_TRY();
 	{
-		write_durable(sequence, value);
+		if (write)
+			write_durable(sequence, value);
+		else
+			value = durable_value(sequence);
 		pg_atomic_write_u64(&entry->ceiling, value);
 		pg_write_barrier();
 		pg_atomic_write_u64(&entry->last, value);
@@ -406,5 +410,46 @@ uid_fields_reset_state(PG_FUNCTION_ARGS)
 		LockRelease(&tag, ExclusiveLock, true);
 	}
 	PG_END_TRY();
+}
+
+/*
+ * Bring the state back to ``value`` (check-db --fix, after a clock that ran ahead): the
+ * sequence, the ceiling and the last issued value, under the advisory lock.
+ */
+Datum
+uid_fields_reset_state(PG_FUNCTION_ARGS)
+{
+	require_preload();
+	set_state(PG_GETARG_OID(0), true, (uint64) PG_GETARG_INT64(1));
 	PG_RETURN_VOID();
+}
+
+/*
+ * Start again from the sequence, as after a restart; run by every install of the
+ * function. While the PL/pgSQL function made the ids, the sequence may have been set
+ * back (its own state reset), and the values this server's memory still holds below
+ * the old ceiling may since have been issued by it. The ceiling is set to the sequence,
+ * so the next call takes the lock and reads it before issuing anything.
+ */
+Datum
+uid_fields_reload_state(PG_FUNCTION_ARGS)
+{
+	require_preload();
+	set_state(PG_GETARG_OID(0), false, 0);
+	PG_RETURN_VOID();
+}
+
+/* The last issued value in this server's memory (NULL before the first call since the
+ * server started): how far the state runs ahead, where the sequence holds a ceiling. */
+Datum
+uid_fields_last_issued(PG_FUNCTION_ARGS)
+{
+	StateEntry *entry;
+
+	require_preload();
+	entry = find_state(PG_GETARG_OID(0));
+	if (!pg_atomic_read_u32(&entry->loaded))
+		PG_RETURN_NULL();
+	pg_read_barrier();
+	PG_RETURN_INT64((int64) pg_atomic_read_u64(&entry->last));
 }

@@ -250,8 +250,47 @@ def test_more_states_than_the_server_holds_is_a_clear_error() -> None:
                     conn.execute(statement)
                 made.append(int(conn.execute(f"SELECT {function.call}").fetchone()[0]))  # type: ignore[index]
             extra = NextIdFunction(INSTAGRAM, shard=1, name="ids_16", language="c")
-            for statement in extra.create_statements():
-                conn.execute(statement)
             with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="max_states"):
-                conn.execute(f"SELECT {extra.call}")
+                for statement in extra.create_statements():  # said at install
+                    conn.execute(statement)
     assert len(set(made)) == 16
+
+
+def test_a_state_check_sees_the_last_issued_id_not_the_ceiling(db: str) -> None:
+    """The C function's sequence runs up to half a second ahead of what it issued; read
+    as the state, it made every reset look due, and the reset issued ids again."""
+    function = _install(db)
+    with _connect(db) as conn:
+        before = _ids(conn, 1000)
+        cursor = conn.cursor()
+        assert function.check_state(cursor).ahead_ms == 0
+        function.reset_state(cursor)  # nothing ran ahead: nothing to do
+        after = _ids(conn, 1000)
+    assert len(set(before + after)) == 2000
+
+
+def test_back_to_c_after_the_plpgsql_state_was_reset_repeats_nothing(db: str) -> None:
+    """C → PL/pgSQL, whose state is reset, → C while a PL/pgSQL statement still runs:
+    what the server's memory held from before must not be issued again."""
+    _install(db)
+    with _connect(db) as conn:
+        _ids(conn, 300_000)  # C runs ahead of the clock (handed out, never stored)
+    plpgsql = _install(db, language="plpgsql")
+    with _connect(db) as conn:
+        assert plpgsql.check_state(conn.cursor()).ahead_ms > 0
+        plpgsql.reset_state(conn.cursor())  # back to now: allowed, nothing is stored
+    made: list[int] = []
+
+    def plpgsql_statement() -> None:
+        with _connect(db) as other:
+            made.extend(_ids(other, 30_000))  # planned with the PL/pgSQL function
+
+    writer = threading.Thread(target=plpgsql_statement)
+    writer.start()
+    time.sleep(0.05)
+    _install(db)
+    with _connect(db) as conn:
+        c_ids = _ids(conn, 50_000)
+    writer.join(60)
+    assert len(made) == 30_000
+    assert len(set(made + c_ids)) == len(made) + len(c_ids)

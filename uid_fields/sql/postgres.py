@@ -304,14 +304,23 @@ END
                 "$uid_fields$",
                 self.sequence,
             )
+        reload = []
         if self.language == "c":
+            c = self.implementation
             implementation = [
-                f"CREATE OR REPLACE FUNCTION {self.implementation}({_C_ARGUMENTS}) RETURNS "
-                f"bigint LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', '{_C_SYMBOL}'",
-                f"CREATE OR REPLACE FUNCTION {self.implementation}_reset(state regclass, "
-                f"value bigint) RETURNS void LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', "
+                f"CREATE OR REPLACE FUNCTION {c}({_C_ARGUMENTS}) RETURNS bigint "
+                f"LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', '{_C_SYMBOL}'",
+                f"CREATE OR REPLACE FUNCTION {c}_reset(state regclass, value bigint) "
+                f"RETURNS void LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', "
                 "'uid_fields_reset_state'",
+                f"CREATE OR REPLACE FUNCTION {c}_reload(state regclass) RETURNS void "
+                f"LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', 'uid_fields_reload_state'",
+                f"CREATE OR REPLACE FUNCTION {c}_last(state regclass) RETURNS bigint "
+                f"LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', 'uid_fields_last_issued'",
             ]
+            # What this server's memory holds from an earlier time as the C function may
+            # be below ids the PL/pgSQL function issued since: start from the sequence.
+            reload = [f"SELECT {c}_reload('{self.sequence}')"]
         else:
             template = self.plpgsql_body().replace("%", "%%").replace(SCHEMA, "%1$s")
             implementation = [
@@ -328,6 +337,7 @@ END
             *implementation,
             main,
             wrapper,
+            *reload,
         ]
 
     def drop_statements(self) -> list[str]:
@@ -337,6 +347,8 @@ END
             f"DROP FUNCTION IF EXISTS {self.name}_plpgsql(integer)",
             f"DROP FUNCTION IF EXISTS {self.name}_c({_C_TYPES})",
             f"DROP FUNCTION IF EXISTS {self.name}_c_reset(regclass, bigint)",
+            f"DROP FUNCTION IF EXISTS {self.name}_c_reload(regclass)",
+            f"DROP FUNCTION IF EXISTS {self.name}_c_last(regclass)",
             f"DROP FUNCTION IF EXISTS {self.clock}()",
             f"DROP SEQUENCE IF EXISTS {self.sequence}",
         ]
@@ -349,7 +361,10 @@ END
         ``id`` this function fills on this database.
         """
         layout = self.layout
-        cursor.execute(f"SELECT last_value FROM {self.sequence}")
+        # The C function's sequence holds a ceiling up to half a second ahead of what it
+        # issued: the last issued value is in the server's memory.
+        last = f"{self.implementation}_last('{self.sequence}'), " if self.language == "c" else ""
+        cursor.execute(f"SELECT coalesce({last}last_value) FROM {self.sequence}")
         last_issued = int(cursor.fetchone()[0])
         cursor.execute("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
         now_unit = (int(cursor.fetchone()[0]) - layout.epoch_ms) // layout.time_unit_ms
@@ -392,7 +407,9 @@ END
             else f"SELECT setval('{self.sequence}', %s, true)"
         )
         try:
-            cursor.execute(reset, ((state.now_unit << state.sequence_bits) - 1,))
+            # To the end of the current unit, not its start: an id of this unit may
+            # already be stored (only later ones make the reset unsafe).
+            cursor.execute(reset, (((state.now_unit + 1) << state.sequence_bits) - 1,))
         finally:
             cursor.execute(f"SELECT pg_advisory_unlock({lock})")
         return self.check_state(cursor, tables)
