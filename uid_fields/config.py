@@ -233,10 +233,11 @@ def _validate(settings: object, *, now_ms: int | None, database_leases: bool) ->
             report.flag(key, settings[key])
     if "READ_YOUR_WRITES_SECONDS" in settings:
         pin = settings["READ_YOUR_WRITES_SECONDS"]
-        if isinstance(pin, bool) or not isinstance(pin, (int, float)) or pin < 0:
-            report.add(
-                "READ_YOUR_WRITES_SECONDS", f"must be a number of seconds >= 0, got {pin!r}", E_TYPE
-            )
+        report.call(
+            "READ_YOUR_WRITES_SECONDS",
+            E_TYPE,
+            lambda: check.non_negative_number("READ_YOUR_WRITES_SECONDS", pin),
+        )
     generators = report.mapping("GENERATORS", settings.get("GENERATORS", {}), "GENERATORS")
     for name, config in (generators or {}).items():
         report.problems.extend(

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
+from . import validate as check
+
 __all__ = ["DEFAULT_PIN_SECONDS", "Pins", "ReadReplicas"]
 
 T = TypeVar("T")
@@ -37,12 +39,11 @@ class Pins:
         self,
         seconds: float = DEFAULT_PIN_SECONDS,
         *,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-            raise ValueError(f"pin seconds must be a number >= 0, got {seconds!r}")
-        self.seconds = float(seconds)
-        self.clock = clock
+        # finite: a NaN deadline never passes, and would pin the primary for good
+        self.seconds = float(check.non_negative_number("pin seconds", seconds))
+        self.clock = clock or time.monotonic
         self._until: dict[str, float] = {}
 
     def pin(self, primary: str) -> None:

@@ -119,6 +119,13 @@ def test_max_backward_ms_must_be_a_finite_number(bad: object) -> None:
     assert (problem.path, problem.code) == ("GENERATORS.orders.max_backward_ms", "E014")
 
 
+@pytest.mark.parametrize("bad", ["5", -1, math.nan, math.inf, True])
+def test_read_your_writes_seconds_must_be_a_finite_number(bad: object) -> None:
+    # NaN would pin a primary forever (no deadline ever passes), silently
+    problem = only(validate(changed("READ_YOUR_WRITES_SECONDS", bad)))
+    assert (problem.path, problem.code) == ("READ_YOUR_WRITES_SECONDS", "E014")
+
+
 def test_a_bool_is_not_a_worker_id() -> None:
     problem = only(validate(changed("GENERATORS.orders.fields.worker", True)))
     assert (problem.path, problem.code) == ("GENERATORS.orders.fields.worker", "E014")

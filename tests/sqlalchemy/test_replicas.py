@@ -102,5 +102,6 @@ def test_a_transaction_that_wrote_to_a_shard_reads_it_there(
 def test_replicas_must_belong_to_shards(sqlite_shards: dict[str, Engine]) -> None:
     with pytest.raises(ValueError, match="not shards"):
         sharded_session(sqlite_shards, replicas={"elsewhere": [sqlite_shards["shard_0"]]})
-    with pytest.raises(ValueError, match="pin seconds"):
-        sharded_session(sqlite_shards, read_your_writes_s=-1)
+    for bad in (-1, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="pin seconds"):
+            sharded_session(sqlite_shards, read_your_writes_s=bad)

@@ -71,10 +71,11 @@ def read_pins() -> Pins:
     generation = settings_generation()
     current = _pins.get()
     if current is None or current[0] != generation:
-        seconds = conf.raw.get("READ_YOUR_WRITES_SECONDS", DEFAULT_PIN_SECONDS)
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-            seconds = DEFAULT_PIN_SECONDS  # check uid_fields.E014 reports it
-        current = (generation, Pins(seconds))
+        try:
+            pins = Pins(conf.raw.get("READ_YOUR_WRITES_SECONDS", DEFAULT_PIN_SECONDS))
+        except (TypeError, ValueError):
+            pins = Pins()  # check uid_fields.E014 reports it
+        current = (generation, pins)
         _pins.set(current)
     return current[1]
 

@@ -74,7 +74,7 @@ class ShardedIdSession(ShardedSession):
         #: Engines that may answer reads of each shard, and this session's
         #: read-your-writes pins (``uid_fields.replicas``).
         self.read_replicas: ReadReplicas[Engine] = ReadReplicas(replicas or {})
-        self.read_pins = Pins(read_your_writes_s, **({"clock": clock} if clock else {}))
+        self.read_pins = Pins(read_your_writes_s, clock=clock)
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
