@@ -768,17 +768,18 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
             where = "replicas" if "replicas" in entry else "databases"
             report.add(_at(path, where), str(exc), E_TYPE)
     if "incoming" in entry:
-        incoming = entry["incoming"]
-        if isinstance(incoming, str) or not isinstance(incoming, (list, tuple)):
-            report.add(
-                _at(path, "incoming"),
-                f"must be a list of database aliases, got {incoming!r}",
-                E_TYPE,
-            )
-        else:
-            for index, alias in enumerate(incoming):
-                report.text(_at(_at(path, "incoming"), index), alias, "a database alias")
+        at = _at(path, "incoming")
+        for index, alias in enumerate(_alias_list(report, at, entry["incoming"])):
+            report.text(_at(at, index), alias, "a database alias")
     return report.problems
+
+
+def _alias_list(report: _Report, at: str, value: object) -> list[Any]:
+    """``value`` if it is a list of database aliases (E014 and ``[]`` otherwise)."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        report.add(at, f"must be a list of database aliases, got {value!r}", E_TYPE)
+        return []
+    return list(value)
 
 
 def map_databases(entry: Mapping[str, Any]) -> list[str] | None:
@@ -847,13 +848,10 @@ def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def _closed_problems(report: _Report, at: str, entry: Mapping[str, Any]) -> None:
-    closed = entry["closed"]
-    if isinstance(closed, str) or not isinstance(closed, (list, tuple)):
-        report.add(at, f"must be a list of database aliases, got {closed!r}", E_TYPE)
-        return
+    closed = _alias_list(report, at, entry["closed"])
     known = map_databases(entry)
-    if known is None:
-        return  # reported above
+    if not closed or known is None:
+        return  # reported above (or nothing closed)
     unknown = [alias for alias in closed if alias not in known]
     if unknown:
         report.add(at, f"names databases not in this map: {unknown}", E_SHARD_MAP)

@@ -126,6 +126,20 @@ def test_read_your_writes_seconds_must_be_a_finite_number(bad: object) -> None:
     assert (problem.path, problem.code) == ("READ_YOUR_WRITES_SECONDS", "E014")
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "path"),
+    [
+        ("incoming", "shard_2", "SHARDS.main.incoming"),
+        ("incoming", ["shard_2", 3], "SHARDS.main.incoming.1"),
+        ("closed", "shard_0", "SHARDS.main.closed"),
+    ],
+)
+def test_incoming_and_closed_are_lists_of_aliases(key: str, value: object, path: str) -> None:
+    assert validate(changed(f"SHARDS.main.{key}", ["shard_2"] if key == "incoming" else [])) == []
+    problem = only(validate(changed(f"SHARDS.main.{key}", value)))
+    assert (problem.path, problem.code) == (path, "E014")
+
+
 def test_a_bool_is_not_a_worker_id() -> None:
     problem = only(validate(changed("GENERATORS.orders.fields.worker", True)))
     assert (problem.path, problem.code) == ("GENERATORS.orders.fields.worker", "E014")
