@@ -202,31 +202,35 @@ class NextIdFunction:
         # The C function takes the layout as constants and the state sequence as a
         # regclass resolved with its schema.
         layout = self.layout
-        node = dict(self.node or {})
-        node.pop(self.shard_field, None)
+        node_bits, shard_shift, shard_max = self._bits()
         arguments = (
             f"{sequence or _sql_literal(f'{schema}.{self.sequence}')}::regclass",
             shard,
             str(layout.epoch_ms),
             str(layout.time_unit_ms),
             str(layout.time_shift),
-            str(layout.field_shift(self.shard_field)),
+            str(shard_shift),
             str(layout.sequence_bits),
-            str(layout.node_bits(node)),
-            str((1 << layout.field_bits(self.shard_field)) - 1),
+            str(node_bits),
+            str(shard_max),
             str(layout.max_unit),
             str(self.max_ahead_ms or 0),
         )
         return f" SELECT {schema}.{self.implementation}({', '.join(arguments)}) "
 
-    def plpgsql_body(self, schema: str = SCHEMA) -> str:
-        """The body of ``name_plpgsql(shard integer)``."""
+    def _bits(self) -> tuple[int, int, int]:
+        """What both implementations put into an id besides its time and sequence: the
+        fixed node bits, the shard field's shift, and the largest shard."""
         layout = self.layout
         node = dict(self.node or {})
         node.pop(self.shard_field, None)
-        node_bits = layout.node_bits(node)
-        shard_shift = layout.field_shift(self.shard_field)
         shard_max = (1 << layout.field_bits(self.shard_field)) - 1
+        return layout.node_bits(node), layout.field_shift(self.shard_field), shard_max
+
+    def plpgsql_body(self, schema: str = SCHEMA) -> str:
+        """The body of ``name_plpgsql(shard integer)``."""
+        layout = self.layout
+        node_bits, shard_shift, shard_max = self._bits()
         seq_bits = layout.sequence_bits
         sequence, clock = f"{schema}.{self.sequence}", f"{schema}.{self.clock}"
         ahead = ""

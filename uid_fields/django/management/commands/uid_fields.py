@@ -266,8 +266,7 @@ class Command(BaseCommand):
             if cursor.fetchone()[0] is None:
                 return f"missing sequence {expected.sequence}"
             bodies, schemas = {}, {}
-            wanted = expected.installed_bodies()
-            for signature in (*wanted, f"{expected.clock}()"):
+            for signature in (*expected.installed_bodies(), f"{expected.clock}()"):
                 cursor.execute(
                     "SELECT p.prosrc, quote_ident(n.nspname) FROM pg_proc p "
                     "JOIN pg_namespace n ON n.oid = p.pronamespace "
