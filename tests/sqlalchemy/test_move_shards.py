@@ -197,3 +197,48 @@ def test_a_range_the_source_does_not_own_is_refused(engines: dict[str, Engine]) 
             move(source="shard_1")
         with pytest.raises(ValueError, match="deploy the new map"):
             move(source="shard_1", engines=engines).cleanup()
+
+
+def test_rows_changed_or_deleted_on_the_source_after_the_copy_are_mirrored(
+    engines: dict[str, Engine],
+) -> None:
+    """Before the switch the target's copy is made equal to the source: changed rows are
+    updated (one executemany per batch, not a statement per row), deleted rows deleted."""
+    from sqlalchemy import event
+
+    old_shards = {k: engines[k] for k in BEFORE}
+    write(old_shards, Old, 40, "a")
+    Event = Old[2]
+    with sharded_session(old_shards) as session:
+        move = shard_move(
+            session, [Event], source="shard_1", target="shard_2",
+            engines={"shard_2": engines["shard_2"]}, low=6144, high=8192,
+        )  # fmt: skip
+        move.copy()
+        moved = list(rows({"shard_2": engines["shard_2"]}, (Event,))["mv_events"])
+        assert len(moved) >= 3
+        table = Event.__table__  # type: ignore[attr-defined]
+        with engines["shard_1"].begin() as connection:
+            connection.execute(
+                table.update().where(table.c.id.in_(moved[:2])).values(name="changed")
+            )
+            connection.execute(table.delete().where(table.c.id == moved[2]))
+        updates: list[bool] = []
+
+        def seen(
+            conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool
+        ) -> None:
+            if statement.lstrip().upper().startswith("UPDATE"):
+                updates.append(many)
+
+        event.listen(engines["shard_2"], "before_cursor_execute", seen)
+        try:
+            caught = move.copy()
+        finally:
+            event.remove(engines["shard_2"], "before_cursor_execute", seen)
+        assert sum(r.updated for r in caught) == 2 and sum(r.deleted for r in caught) == 1
+        assert updates == [True]  # both rows in one executemany
+        assert all(check.ok for check in move.verify())
+    target = rows({"shard_2": engines["shard_2"]}, (Event,))["mv_events"]
+    assert moved[2] not in target
+    assert {target[i][1] for i in moved[:2]} == {"changed"}

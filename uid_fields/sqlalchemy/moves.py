@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, and_, func, select, text
+from sqlalchemy import Column, and_, bindparam, func, select, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.ddl import sort_tables
@@ -98,10 +98,20 @@ class TableRows:
             self._open[database].execute(self.table.insert(), self._values(rows))
 
     def update(self, database: str, rows: Sequence[Row]) -> None:
-        for values in self._values(rows):
-            key = values.pop(self.key.key)
-            statement = self.table.update().where(self.key == key).values(values)
-            self._open[database].execute(statement)
+        """One UPDATE by primary key, sent once for the batch (executemany)."""
+        others = self.columns[1:]
+        if not others:
+            return
+        # bound names of their own: SQLAlchemy reserves the columns' names in values()
+        statement = (
+            self.table.update()
+            .where(self.key == bindparam("uid_key"))
+            .values({c.key: bindparam(f"uid_{i}") for i, c in enumerate(others)})
+        )
+        batch = [
+            {"uid_key": row[0], **{f"uid_{i}": v for i, v in enumerate(row[1:])}} for row in rows
+        ]
+        self._open[database].execute(statement, batch)
 
     def delete(self, database: str, keys: Sequence[Any]) -> None:
         statement = self.table.delete().where(self.key.in_(list(keys)))
