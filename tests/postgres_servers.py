@@ -9,6 +9,7 @@ to run as root. Trust authentication, loopback only; removed when the test ends.
 from __future__ import annotations
 
 import atexit
+import functools
 import glob
 import os
 import shutil
@@ -192,8 +193,10 @@ def c_library() -> tuple[str, ...]:
     return settings
 
 
+@functools.cache
 def build_c_library() -> tuple[str, ...] | None:
-    """``c_library()`` for the benchmarks: None when the server headers are missing."""
+    """``c_library()`` for the benchmarks: None when the server headers are missing.
+    Built and copied once per process (every fixture that starts a server asks)."""
     pg_config = shutil.which("pg_config")
     pgxs = ""
     if pg_config:
