@@ -190,6 +190,8 @@ class ShardMap:
         if isinstance(incoming, str):
             raise TypeError(f"incoming must be a list of aliases, got {incoming!r}")
         self.incoming = tuple(d for d in dict.fromkeys(incoming) if d not in self.ranges)
+        #: Every database that holds the map's tables: the owners, then the incoming ones.
+        self.migrated_databases = (*self.databases, *self.incoming)
         self.open_databases = tuple(d for d in self.databases if d not in self.closed)
         if not self.open_databases:
             raise ValueError("every database is closed: new rows would have nowhere to go")

@@ -143,6 +143,7 @@ def test_incoming_databases_own_nothing_until_a_map_gives_them_a_range() -> None
     route = ByField(INSTAGRAM, "shard")
     before = ShardMap(["shard_0", "shard_1"], route=route, incoming=["shard_2", "shard_2"])
     assert before.incoming == ("shard_2",) and "shard_2" not in before.databases
+    assert before.migrated_databases == ("shard_0", "shard_1", "shard_2")  # gets the tables
     ids = ShardedIdGenerator(INSTAGRAM)
     assert {before.database_for(ids.next_id(shard=s)) for s in range(8192)} == {
         "shard_0",
@@ -154,6 +155,7 @@ def test_incoming_databases_own_nothing_until_a_map_gives_them_a_range() -> None
         incoming=["shard_2"],  # left in the settings after the switch: it owns a range now
     )
     assert after.incoming == () and after.database(7000) == "shard_2"
+    assert after.migrated_databases == after.databases
     with pytest.raises(TypeError, match="list of aliases"):
         ShardMap(["shard_0"], route=route, incoming="shard_1")
     problems = shard_map_problems("main", {"databases": ["shard_0"], "incoming": "shard_1"})

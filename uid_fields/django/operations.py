@@ -118,8 +118,7 @@ class InstallNextId(_InstallFunction):
     def _databases(self) -> tuple[str, ...]:
         """The map's databases and its incoming ones (their function makes no id yet)."""
         assert self.shards is not None
-        shard_map = get_shard_map(self.shards, self.generator)
-        return (*shard_map.databases, *shard_map.incoming)
+        return get_shard_map(self.shards, self.generator).migrated_databases
 
     def statements(self, alias: str, forwards: bool) -> list[str]:
         assert self.shards is not None

@@ -313,7 +313,7 @@ class ShardRouter:
             field = sharded_pk(link.related_model)
         if field is not None:
             assert field.shard_map is not None
-            if db in field.shard_map.databases or db in field.shard_map.incoming:
+            if db in field.shard_map.migrated_databases:
                 return True
             return db == "default" and conf.MIGRATE_SHARDED_ON_DEFAULT
         if db in shard_databases() and db != "default":
