@@ -21,8 +21,14 @@ from uid_fields import (
     locality,
     uniqid,
 )
-from uid_fields.shards import ByDecimalServer, ByField, ByLocalityBlock, ByModulo, ByUniqIdDigit
-from uid_fields.timeutil import format_ms
+from uid_fields._internal.timeutil import format_ms
+from uid_fields.placement.shards import (
+    ByDecimalServer,
+    ByField,
+    ByLocalityBlock,
+    ByModulo,
+    ByUniqIdDigit,
+)
 
 SHARDS = ["shard_0", "shard_1", "shard_2", "shard_3"]
 EPOCH_2024 = 1704067200000

@@ -3,7 +3,7 @@
 # The package version: pyproject.toml reads it from here ([tool.hatch.version]).
 __version__ = "0.1.0"
 
-from . import locality, uniqid
+from ._internal import moved
 from .clock import Clock, ManualClock, SystemClock
 from .errors import (
     ClockMovedBackwardsError,
@@ -20,8 +20,9 @@ from .errors import (
     WorkerIdsExhaustedError,
     WrongShardError,
 )
-from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
-from .layouts import (
+from .ids import locality, uniqid
+from .ids.generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
+from .ids.layouts import (
     DECIMAL,
     DECIMAL_SQL,
     DISCORD,
@@ -32,13 +33,16 @@ from .layouts import (
     DecimalLayout,
     SnowflakeLayout,
 )
-from .leases import DatabaseLease, RedisLease
-from .locality import LocalityUUIDGenerator
-from .placement import KeyRanges
-from .sequences import RedisSequence
-from .shards import ShardMap
-from .uniqid import UniqIdGenerator
-from .workers import FromEnv
+from .ids.leases import DatabaseLease, RedisLease
+from .ids.locality import LocalityUUIDGenerator
+from .ids.nodes import FromEnv
+from .ids.sequences import RedisSequence
+from .ids.uniqid import UniqIdGenerator
+from .placement.key_ranges import KeyRanges
+from .placement.shards import ShardMap
+
+# Old import paths of the modules that moved keep working, with a DeprecationWarning.
+moved.install()
 
 __all__ = [
     "DECIMAL",

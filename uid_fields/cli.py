@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from . import locality, uniqid
-from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
-from .layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
-from .timeutil import parse_instant
+from ._internal.timeutil import parse_instant
+from .ids import locality, uniqid
+from .ids.generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
+from .ids.layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 
 SCHEMES = [*PRESETS, "locality", "uniqid"]
 

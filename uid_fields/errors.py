@@ -13,6 +13,7 @@ __all__ = [
     "ShardRoutingError",
     "TwoPhaseCommitError",
     "UidFieldsError",
+    "UnmergeableQueryError",
     "UnroutableQueryError",
     "WorkerIdsExhaustedError",
     "WrongShardError",
@@ -109,3 +110,9 @@ class WrongShardError(UidFieldsError, ValueError):
         self.database = database
         self.expected = expected
         super().__init__(message)
+
+
+class UnmergeableQueryError(UidFieldsError, NotImplementedError):
+    """A fanned-out query whose per-shard answers cannot be merged into the one answer a
+    single database would give (GROUP BY, DISTINCT, an ordering the merge cannot repeat);
+    nothing was returned."""

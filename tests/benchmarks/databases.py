@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from uid_fields import INSTAGRAM, TWITTER, LocalityUUIDGenerator, SnowflakeGenerator, parallel
+from uid_fields import INSTAGRAM, TWITTER, LocalityUUIDGenerator, SnowflakeGenerator
+from uid_fields.ops import parallel
 from uid_fields.sql.postgres import NextIdFunction
 
 from .harness import Section, alternate, median, timed
@@ -506,7 +507,7 @@ def run_sqla_flush(rows: int = 20_000, rounds: int = 3) -> tuple[list[Section], 
     from sqlalchemy.orm import DeclarativeBase, mapped_column
 
     from uid_fields import ShardedIdGenerator, ShardMap
-    from uid_fields.shards import ByField
+    from uid_fields.placement.shards import ByField
     from uid_fields.sqlalchemy import DatabaseIds, ShardedBigIntField, sharded_session
 
     layout = INSTAGRAM.replace(epoch_ms=EPOCH_2024)

@@ -25,7 +25,7 @@ BLOCK = 1000
 
 def _sequence_generator(url: str) -> tuple[Any, str] | None:
     try:
-        from uid_fields.sequences import RedisSequence  # type: ignore[import-not-found,unused-ignore]
+        from uid_fields.ids.sequences import RedisSequence  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
     sequence = RedisSequence(url)

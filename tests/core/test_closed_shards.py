@@ -7,8 +7,7 @@ import pytest
 from uid_fields import INSTAGRAM, TWITTER, ShardedIdGenerator, ShardMap, SnowflakeGenerator
 from uid_fields.config import shard_map_problems, validate
 from uid_fields.errors import ConfigurationError
-from uid_fields.placement import Placement
-from uid_fields.shards import ByField, ByModulo
+from uid_fields.placement import ByField, ByModulo, Placement
 
 DATABASES = ["shard_0", "shard_1", "shard_2", "shard_3"]
 

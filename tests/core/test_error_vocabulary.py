@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from uid_fields import ConfigurationError, locality, uniqid
 from uid_fields.cli import main
 from uid_fields.config import UidConfig, validate
-from uid_fields.layouts import PRESETS
+from uid_fields.ids.layouts import PRESETS
 
 DOCUMENTED = (ValueError, TypeError)
 

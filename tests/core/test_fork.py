@@ -18,7 +18,7 @@ from uid_fields import (
     SnowflakeGenerator,
     UniqIdGenerator,
 )
-from uid_fields.layouts import INSTAGRAM
+from uid_fields.ids.layouts import INSTAGRAM
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

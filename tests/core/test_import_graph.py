@@ -297,10 +297,12 @@ def _report(title: str, offenders: list[str]) -> str:
 # -- tests --------------------------------------------------------------------------------
 def test_the_reader_sees_the_package() -> None:
     package = read_package()
-    assert {"uid_fields", "uid_fields.generators", "uid_fields.django.apps"} <= set(package.modules)
+    assert {"uid_fields", "uid_fields.ids.generators", "uid_fields.django.apps"} <= set(
+        package.modules
+    )
     graph = module_graph(package)
-    assert "uid_fields.generators" in graph["uid_fields"]
-    assert "uid_fields.layouts" in graph["uid_fields.generators"]
+    assert "uid_fields.ids.generators" in graph["uid_fields"]
+    assert "uid_fields.ids.layouts" in graph["uid_fields.ids.generators"]
 
 
 def test_the_core_imports_no_orm() -> None:
@@ -392,4 +394,97 @@ def test_the_rules_catch_what_they_are_for(tmp_path: Path) -> None:
         "uid_fields.c -> uid_fields.d -> uid_fields.c",
         "    uid_fields.c -> uid_fields.d: uid_fields/c.py:1: from uid_fields.d import x",
         "    uid_fields.d -> uid_fields.c: uid_fields/d.py:2: il.import_module('uid_fields.c')",
+    ]
+
+
+# -- layers -------------------------------------------------------------------------------
+#: Each layer of the package, lowest first. A module may import its own layer folder and
+#: any lower layer, never a higher one and never a sibling folder of its own rank: so the
+#: core reads ``errors/clock <- _internal <- ids <- placement, sql <- config, ops`` and
+#: the adapters stand on all of it, side by side.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("uid_fields.errors", "uid_fields.clock"),
+    ("uid_fields._internal",),
+    ("uid_fields.ids",),
+    ("uid_fields.placement", "uid_fields.sql"),
+    ("uid_fields.config", "uid_fields.ops"),
+    ("uid_fields.django", "uid_fields.sqlalchemy"),
+    ("uid_fields",),  # the public re-exports, the command line and __main__
+)
+TOP_LEVEL_MODULES = {"uid_fields.cli", "uid_fields.__main__"}
+
+
+def layer_of(module: str) -> tuple[int, str] | None:
+    """(rank, folder) of a module: the longest layer prefix that contains it."""
+    best: tuple[int, str] | None = None
+    for rank, folders in enumerate(LAYERS):
+        for folder in folders:
+            if (module == folder or module.startswith(folder + ".")) and (
+                best is None or len(folder) > len(best[1])
+            ):
+                best = (rank, folder)
+    return best
+
+
+def layer_violations(package: Package, root: Path = ROOT) -> list[str]:
+    """Every module-level import that points up a layer or across to a sibling folder."""
+    offenders = []
+    for imp in package.imports:
+        source = layer_of(imp.module)
+        for target in imp.targets:
+            if not _inside(target, PACKAGE):
+                continue
+            while target and target not in package.modules:
+                target = target.rpartition(".")[0]
+            theirs = layer_of(target)
+            if source is None or theirs is None:
+                offenders.append(f"{_where(package, imp, root)} (module outside every layer)")
+            elif theirs[0] > source[0] or (theirs[0] == source[0] and theirs[1] != source[1]):
+                offenders.append(
+                    f"{_where(package, imp, root)} ({source[1]} may not import {theirs[1]})"
+                )
+    return offenders
+
+
+def test_imports_run_one_way_between_layers() -> None:
+    offenders = layer_violations(read_package())
+    assert not offenders, _report("imports against the layer order", offenders)
+
+
+def test_every_core_module_sits_in_a_layer_folder() -> None:
+    """``ls uid_fields`` shows the layers: no stray core module at the top level."""
+    top = {
+        name
+        for name in read_package().modules
+        if name.count(".") == 1 and name not in ("uid_fields.django", "uid_fields.sqlalchemy")
+    }
+    allowed = {f for folders in LAYERS for f in folders} | TOP_LEVEL_MODULES
+    assert top <= allowed, sorted(top - allowed)
+
+
+def test_the_layer_rule_catches_back_and_side_arrows(tmp_path: Path) -> None:
+    files = {
+        "uid_fields/__init__.py": "from .ids.layouts import L\n",
+        "uid_fields/errors.py": "",
+        "uid_fields/ids/__init__.py": "",
+        "uid_fields/ids/layouts.py": "from ..placement.shards import S\nL = 1\n",
+        "uid_fields/placement/__init__.py": "",
+        "uid_fields/placement/shards.py": (
+            "from ..ids.layouts import L\nfrom ..sql import q\nS = 1\n"
+        ),
+        "uid_fields/sql/__init__.py": "q = 1\n",
+        "uid_fields/ops/__init__.py": "from ..config import c\n",
+        "uid_fields/config/__init__.py": "from ..errors import E\nc = 1\n",
+        "uid_fields/stray.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert layer_violations(read_package(tmp_path), tmp_path) == [
+        "uid_fields/ids/layouts.py:1: from ..placement.shards import S "
+        "(uid_fields.ids may not import uid_fields.placement)",
+        "uid_fields/ops/__init__.py:1: from ..config import c "
+        "(uid_fields.ops may not import uid_fields.config)",
+        "uid_fields/placement/shards.py:2: from ..sql import q "
+        "(uid_fields.placement may not import uid_fields.sql)",
     ]

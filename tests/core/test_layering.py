@@ -18,7 +18,7 @@ from uid_fields import (
     SnowflakeGenerator,
     UniqIdGenerator,
 )
-from uid_fields.layouts import DECIMAL
+from uid_fields.ids.layouts import DECIMAL
 
 PACKAGE = Path(uid_fields.__file__).parent
 ADAPTERS = ("django", "sqlalchemy")
@@ -69,7 +69,7 @@ def test_one_at_fork_hook_for_the_whole_package() -> None:
         for path in sorted(PACKAGE.rglob("*.py"))
         if "register_at_fork" in path.read_text()
     ]
-    assert hooks == ["forks.py"]
+    assert hooks == ["_internal/forks.py"]
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -1, "10"])

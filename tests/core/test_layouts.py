@@ -19,8 +19,8 @@ from uid_fields import (
     LayoutExhaustedError,
     SnowflakeLayout,
 )
+from uid_fields._internal.timeutil import ms_from_datetime
 from uid_fields.config import build_generator
-from uid_fields.timeutil import ms_from_datetime
 
 
 class TestVectors:

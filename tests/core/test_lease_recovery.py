@@ -18,7 +18,7 @@ from tests import services
 from tests.core.lease_databases import Database
 from tests.redis_servers import key_prefix, redis_server
 from uid_fields import TWITTER, LeaseLostError, RedisLease, SnowflakeGenerator
-from uid_fields.leases.state import Lease
+from uid_fields.ids.leases.state import Lease
 
 TTL, MARGIN = 2.0, 0.25  # an outage up to ttl / 2 - margin (0.75 s) goes unnoticed
 QUARANTINE = TTL + MARGIN

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from uid_fields import parallel
+from uid_fields.ops import parallel
 
 
 @pytest.fixture(autouse=True)

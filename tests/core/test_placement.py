@@ -22,8 +22,12 @@ from uid_fields import (
     WrongShardError,
 )
 from uid_fields.errors import ConfigurationError
-from uid_fields.layouts import DECIMAL
+from uid_fields.ids.layouts import DECIMAL
 from uid_fields.placement import (
+    ByDecimalServer,
+    ByField,
+    ByLocalityBlock,
+    ByModulo,
     Placement,
     colocated_logical_shard,
     logical_shard_in,
@@ -31,7 +35,6 @@ from uid_fields.placement import (
     route_fits,
     route_for,
 )
-from uid_fields.shards import ByDecimalServer, ByField, ByLocalityBlock, ByModulo
 
 DBS = ["shard_0", "shard_1", "shard_2", "shard_3"]
 NOW_MS = 1_735_689_600_000

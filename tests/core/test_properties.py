@@ -8,7 +8,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from uid_fields import DECIMAL, TWITTER, DecimalLayout, SnowflakeLayout, locality, uniqid
-from uid_fields.layouts import SIGNED_MAX
+from uid_fields.ids.layouts import SIGNED_MAX
 
 names = st.sampled_from(["worker", "datacenter", "shard", "process", "machine", "region", "rack"])
 

@@ -24,7 +24,7 @@ from uid_fields import (
     SnowflakeLayout,
     WorkerIdsExhaustedError,
 )
-from uid_fields.layouts import INSTAGRAM
+from uid_fields.ids.layouts import INSTAGRAM
 
 URL = services.REDIS_URL
 SMALL = SnowflakeLayout(epoch_ms=TWITTER.epoch_ms, fields=(("worker", 2),), sequence_bits=12)

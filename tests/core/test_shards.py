@@ -16,15 +16,15 @@ from uid_fields import (
     SnowflakeGenerator,
     UniqIdGenerator,
 )
+from uid_fields._internal.hashing import mix64
 from uid_fields.config import build_shard_map, replicas_of, shard_map_problems
-from uid_fields.layouts import DECIMAL
-from uid_fields.shards import (
+from uid_fields.ids.layouts import DECIMAL
+from uid_fields.placement import (
     ByDecimalServer,
     ByField,
     ByLocalityBlock,
     ByModulo,
     ByUniqIdDigit,
-    mix64,
 )
 
 DBS = ["shard_0", "shard_1", "shard_2", "shard_3"]

@@ -13,8 +13,9 @@ import psycopg
 import pytest
 
 from tests.postgres_servers import PostgresCluster, postgres_cluster
-from uid_fields import TwoPhaseCommitError, twophase
-from uid_fields.twophase import Coordinator
+from uid_fields import TwoPhaseCommitError
+from uid_fields.ops import twophase
+from uid_fields.ops.twophase import Coordinator
 
 DATABASES = ("shard_a", "shard_b", "shard_c")
 

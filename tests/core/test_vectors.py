@@ -29,7 +29,7 @@ from uid_fields import (
     locality,
     uniqid,
 )
-from uid_fields.layouts import PRESETS, DecimalLayout, SnowflakeLayout
+from uid_fields.ids.layouts import PRESETS, DecimalLayout, SnowflakeLayout
 
 VECTORS = Path(__file__).resolve().parent.parent / "vectors"
 Vector = dict[str, Any]

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 
 from tests import services
-from uid_fields import parallel
+from uid_fields.ops import parallel
 
 
 @pytest.fixture(scope="session", autouse=True)

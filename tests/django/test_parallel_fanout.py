@@ -17,7 +17,7 @@ from django.db.backends.signals import connection_created
 from django.db.models import Count, Max
 
 from tests.django.testapp.models import Order
-from uid_fields import parallel
+from uid_fields.ops import parallel
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 

@@ -21,9 +21,9 @@ from django.db.transaction import TransactionManagementError
 
 from tests.django.testapp.models import Order
 from tests.postgres_servers import postgres_cluster
-from uid_fields import twophase
 from uid_fields.django import sharded_atomic
 from uid_fields.django.twophase import two_phase_atomic
+from uid_fields.ops import twophase
 
 pytestmark = pytest.mark.skipif(
     settings.BACKEND != "sqlite", reason="runs once, on a cluster of its own"

@@ -136,7 +136,7 @@ def test_the_migrated_lease_table_is_the_one_the_core_describes() -> None:
 
     from django.db import connections
 
-    from uid_fields.leases.database import COLUMNS, TABLE, UNIQUE, ddl
+    from uid_fields.ids.leases.database import COLUMNS, TABLE, UNIQUE, ddl
 
     assert WorkerLease._meta.db_table == TABLE
     fields = [f for f in WorkerLease._meta.concrete_fields]

@@ -20,7 +20,7 @@ from alembic.operations import Operations
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
-from uid_fields.shards import ByField, ShardMap
+from uid_fields.placement.shards import ByField, ShardMap
 from uid_fields.sqlalchemy import sharded_session
 
 from .models import PHOTO_LAYOUT

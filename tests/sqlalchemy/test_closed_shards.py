@@ -15,8 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from uid_fields import ShardMap
-from uid_fields.placement import route_for
-from uid_fields.shards import ByField
+from uid_fields.placement import ByField, route_for
 from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField, sharded_session
 
 from .conftest import SHARDS

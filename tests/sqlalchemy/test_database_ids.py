@@ -9,7 +9,7 @@ from sqlalchemy import BigInteger, String, create_engine, insert, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from uid_fields.shards import ByField, ShardMap
+from uid_fields.placement.shards import ByField, ShardMap
 from uid_fields.sqlalchemy import (
     DatabaseIds,
     ShardedBigIntField,

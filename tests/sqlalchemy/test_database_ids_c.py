@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from tests.postgres_servers import c_library, postgres_cluster
-from uid_fields.shards import ByField, ShardMap
+from uid_fields.placement.shards import ByField, ShardMap
 from uid_fields.sqlalchemy import DatabaseIds, ShardedBigIntField, sharded_session
 
 from .models import PHOTO_LAYOUT

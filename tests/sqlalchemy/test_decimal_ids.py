@@ -10,8 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from uid_fields import DECIMAL, DecimalGenerator
-from uid_fields.placement import route_for, stamped_logical_shard
-from uid_fields.shards import ShardMap
+from uid_fields.placement import ShardMap, route_for, stamped_logical_shard
 from uid_fields.sqlalchemy import DecimalIds
 from uid_fields.sqlalchemy.types import SnowflakeType
 

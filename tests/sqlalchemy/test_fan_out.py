@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, event, func, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session
 
-from uid_fields import parallel
+from uid_fields.ops import parallel
 from uid_fields.sqlalchemy import ShardRoutingError, bulk_insert, sharded_session
 from uid_fields.sqlalchemy.fanout import UnmergeableQueryError
 
@@ -74,7 +74,12 @@ def test_fan_out_answers_as_one_database(
         expected = _plain(list(plain.execute(expected_statement).all()))
     with sharded_session(shards) as session, recording(shards) as log:
         merged = _plain(list(session.on_all_shards(statement).all()))
-        assert log.engines_used() == set(SHARDS) and log.count() == 4
+        # Text keys: the collation's ranks, asked once per merge at most (and on MariaDB
+        # the column's collation, once per process).
+        ranks = len([s for s in log.sql("SELECT") if "DENSE_RANK" in s])
+        lookups = len([s for s in log.sql("SELECT") if "information_schema" in s])
+        assert log.engines_used() == set(SHARDS) and log.count() - ranks - lookups == 4
+        assert ranks <= 1 and lookups <= 1
     assert merged == expected
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from uid_fields import ShardMap
-from uid_fields.shards import ByField, ByModulo
+from uid_fields.placement.shards import ByField, ByModulo
 from uid_fields.sqlalchemy import (
     ShardedBigIntField,
     SnowflakeField,

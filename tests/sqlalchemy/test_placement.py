@@ -25,8 +25,7 @@ from uid_fields import (
     ShardMap,
     SnowflakeGenerator,
 )
-from uid_fields.placement import route_for
-from uid_fields.shards import ByField
+from uid_fields.placement import ByField, route_for
 from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField, sharded_session
 from uid_fields.sqlalchemy.types import SnowflakeType
 

@@ -26,7 +26,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.pool import StaticPool
 
 from uid_fields import INSTAGRAM, KeyRanges, ShardedIdGenerator, ShardMap
-from uid_fields.shards import ByField
+from uid_fields.placement.shards import ByField
 from uid_fields.sqlalchemy import ShardedBigIntField, ShardRoutingError, sharded_session
 
 LAYOUT = INSTAGRAM.replace(epoch_ms=1_704_067_200_000)

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError
 
 from tests.postgres_servers import PostgresCluster, postgres_cluster
-from uid_fields import twophase
+from uid_fields.ops import twophase
 from uid_fields.sqlalchemy import bulk_insert, resolve_prepared, sharded_session
 
 from .conftest import SHARDS

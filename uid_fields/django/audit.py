@@ -8,7 +8,7 @@ from typing import Any
 from django.apps import apps
 from django.db import connections, models
 
-from ..audit import AuditResult, foreign_condition, foreign_ids
+from ..ops.audit import AuditResult, foreign_condition, foreign_ids
 from .routing import sharded_pk
 
 __all__ = ["audit", "audit_model"]

@@ -24,7 +24,7 @@ from django.dispatch import receiver
 from .. import config as core
 from ..config import Generator, Memo
 from ..errors import ConfigurationError
-from ..shards import ShardMap
+from ..placement import ShardMap
 from .leases import database_lease
 
 __all__ = [

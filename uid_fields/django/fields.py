@@ -20,10 +20,9 @@ from django.db.models.signals import post_init
 from django.utils.translation import gettext_lazy as _
 
 from ..errors import ShardKeyError
-from ..generators import DecimalGenerator
-from ..layouts import IntLayout, coerce_id
-from ..placement import Placement
-from ..shards import ShardMap
+from ..ids.generators import DecimalGenerator
+from ..ids.layouts import IntLayout, coerce_id
+from ..placement import Placement, ShardMap
 from . import conf
 from .functions import NextId
 

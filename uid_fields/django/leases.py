@@ -11,8 +11,8 @@ from typing import Any
 
 from django.db import connections
 
-from ..leases import DatabaseLease
-from ..leases.database import dialect_of
+from ..ids.leases import DatabaseLease
+from ..ids.leases.database import dialect_of
 
 __all__ = ["database_lease"]
 

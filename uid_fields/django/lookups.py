@@ -15,7 +15,7 @@ from django.db.models import DateTimeField, Lookup, Transform
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from ..layouts import IntLayout
+from ..ids.layouts import IntLayout
 
 __all__ = ["IdTime"]
 

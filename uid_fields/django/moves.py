@@ -18,7 +18,7 @@ from typing import Any
 from django.apps import apps
 from django.db import IntegrityError, connections, models, transaction
 
-from ..moves import MovedTable, Row, ShardMove
+from ..ops.moves import MovedTable, Row, ShardMove
 from ..placement import allow_off_shard_writes
 from .fields import UidField
 from .replicas import read_from_primary

@@ -14,8 +14,8 @@ from typing import Any
 from django.db.migrations.operations.base import Operation
 
 from ..config import layout_of, static_node
-from ..generators import ShardedIdGenerator
-from ..layouts import DecimalLayout, SnowflakeLayout
+from ..ids.generators import ShardedIdGenerator
+from ..ids.layouts import DecimalLayout, SnowflakeLayout
 from ..placement import stamped_logical_shard
 from ..sql import DecimalIdFunction, NextIdFunction
 from ..sql.postgres import DEFAULT_MAX_AHEAD_MS

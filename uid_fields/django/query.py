@@ -8,28 +8,22 @@ default the id, which for these ids is creation time.
 
 from __future__ import annotations
 
-import threading
-import time
-from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 from django.apps import apps
-from django.core.exceptions import FieldDoesNotExist, ValidationError
-from django.db import DatabaseError, IntegrityError, connections, models, transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connections, models, transaction
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.query import (
-    FlatValuesListIterable,
     ModelIterable,
-    NamedValuesListIterable,
-    ValuesIterable,
 )
 
-from .. import parallel
 from ..errors import ShardKeyError, UnroutableQueryError
+from .fanout import gather, merged_rows, order_terms
 from .fields import UidField, _is_db_default
-from .replicas import read_alias, read_pins, replica_primaries
+from .replicas import read_alias, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
 from .twophase import two_phase_atomic
 
@@ -285,16 +279,6 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         return clone
 
     # -- evaluation ----------------------------------------------------------------------
-    def _ordering(self) -> list[str]:
-        query = self.query
-        ordering = list(
-            query.order_by or (self.model._meta.ordering if query.default_ordering else [])
-        )
-        names = [o for o in ordering if isinstance(o, str)] if ordering else ["pk"]
-        if not query.standard_ordering:  # reverse(), as last() uses
-            names = [n[1:] if n.startswith("-") else f"-{n}" for n in names]
-        return names
-
     def _refuse_uncombinable(self, what: str) -> None:
         query = self.query
         per_row = self._groups_by_row() and self._joins_stay_on_the_shard()
@@ -329,21 +313,21 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def _fanout_results(self) -> list[Any]:
         self._refuse_uncombinable("a query")
-        ordering = self._ordering()
+        order_terms(self)  # an ordering the merge cannot repeat is refused before any query
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
         )
         aliases = self._shard_aliases or ()
         shards = [self._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
-        rows = _merged_rows(self, shards, ordering)
+        rows = merged_rows(self, shards)
         low, high = self.query.low_mark, self.query.high_mark
         return rows[low:high]
 
     def _per_shard(self, work: Callable[[ShardedQuerySet], Any]) -> list[Any]:
         """``work`` on this query on each of its shards: at the same time when that is
-        safe (see ``_gather``), in shard order."""
+        safe (see ``fanout.gather``), in shard order."""
         shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
-        return _gather(shards, work)
+        return gather(shards, work)
 
     def _fetch_all(self) -> None:
         if self._result_cache is None and self._is_fanout():
@@ -663,136 +647,6 @@ def _join(a: ShardedQuerySet, b: Any, *, any_of: bool) -> tuple[str, ...] | None
     if any_of:
         return tuple(dict.fromkeys((*first, *second)))
     return tuple(x for x in first if x in second) or first[:1]
-
-
-def _sort_keys(qs: ShardedQuerySet, ordering: list[str]) -> list[tuple[str, bool]] | None:
-    """(attribute, descending) pairs of a plain-field ordering; None for expressions/paths."""
-    meta = qs.model._meta
-    keys = []
-    for name in ordering:
-        field_name = name.lstrip("-")
-        if "__" in field_name or "." in field_name or field_name == "?":
-            return None
-        if field_name == "pk":
-            field_name = meta.pk.attname
-        else:
-            try:
-                field_name = meta.get_field(field_name).attname
-            except FieldDoesNotExist:
-                return None
-        keys.append((field_name, name.startswith("-")))
-    return keys
-
-
-def _merged_rows(
-    qs: ShardedQuerySet, shards: list[ShardedQuerySet], ordering: list[str]
-) -> list[Any]:
-    """The rows of every shard, sorted by the query's ordering (stable, multi-key).
-
-    Values querysets that do not select their ordering columns fetch them as well and
-    drop them after sorting, so the merge never falls back to shard order.
-    """
-    keys = _sort_keys(qs, ordering)
-    if keys is None:
-        raise NotImplementedError(
-            f"ordering {ordering} across shards needs plain field names; order by model "
-            "fields (or run per shard with .using(alias))"
-        )
-    iterable = qs._iterable_class
-    if issubclass(iterable, ModelIterable):
-        rows = [row for part in _gather(shards, list) for row in part]
-        return _sort(rows, keys, lambda row, name: getattr(row, name))
-    names = list(qs._fields or ())
-    if iterable is ValuesIterable and not names:
-        rows = [row for part in _gather(shards, list) for row in part]
-        return _sort(rows, keys, lambda row, name: row[name])
-    if not names:
-        names = [f.attname for f in qs.model._meta.concrete_fields]
-    pk_name = qs.model._meta.pk.attname
-    columns = [pk_name if n == "pk" else n for n in names]
-    extra = [name for name, _ in keys if name not in columns]
-    wanted = [*names, *extra]
-    parts = _gather(shards, lambda shard: list(shard.values_list(*wanted)))
-    rows = [tuple(row) for part in parts for row in part]
-    index = {name: i for i, name in enumerate([*columns, *extra])}
-    rows = _sort(rows, keys, lambda row, name: row[index[name]])
-    width = len(names)
-    if iterable is ValuesIterable:
-        return [dict(zip(names, row[:width], strict=True)) for row in rows]
-    if iterable is FlatValuesListIterable:
-        return [row[0] for row in rows]
-    if iterable is NamedValuesListIterable:
-        factory = namedtuple("Row", names)
-        return [factory(*row[:width]) for row in rows]
-    return [row[:width] for row in rows]
-
-
-def _gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> list[Any]:
-    """``work(shard)`` for each shard's queryset, in order: at the same time (on the
-    core's bounded pool, each worker thread with its own connections) when every shard is
-    a server database (not SQLite) and none has a transaction open in this thread: work
-    inside ``atomic`` must see that transaction, so it runs on this thread's
-    connections, one shard after another."""
-    read_pins()  # made here, so the workers share this request's pins
-    aliases = [shard.db for shard in shards]
-    for shard, alias in zip(shards, aliases, strict=True):
-        shard._read_alias = alias  # the replica (or primary) chosen here, not again there
-    at_once = all(
-        connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
-        for alias in aliases
-    )
-    return parallel.run_per_shard(
-        [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
-        parallel=at_once,
-    )
-
-
-def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
-    def run() -> Any:
-        if parallel.in_worker():
-            _fresh_worker_connection(alias)
-        try:
-            return work(shard)
-        except DatabaseError:
-            if parallel.in_worker():  # a broken connection must not serve the next query
-                connections[alias].close()
-            raise
-
-    return run
-
-
-#: A pool thread's connection idle this long is checked before use (a server may have
-#: closed it: MySQL's wait_timeout, a restart), as Django checks at each request.
-_IDLE_CHECK_S = 30.0
-_last_used = threading.local()
-
-
-def _fresh_worker_connection(alias: str) -> None:
-    used: dict[str, float] = getattr(_last_used, "at", None) or {}
-    _last_used.at = used
-    now = time.monotonic()
-    connection = connections[alias]
-    idle = now - used.get(alias, now) > _IDLE_CHECK_S
-    if connection.connection is not None and idle and not connection.is_usable():
-        connection.close()
-    used[alias] = now
-
-
-def _close_worker_connections() -> None:
-    connections.close_all()  # the calling worker thread's own connections
-
-
-parallel.on_worker_exit(_close_worker_connections)
-
-
-def _sort(rows: list[Any], keys: list[tuple[str, bool]], get: Any) -> list[Any]:
-    for name, descending in reversed(keys):
-        rows.sort(key=lambda row, n=name: _none_last(get(row, n)), reverse=descending)
-    return rows
-
-
-def _none_last(value: Any) -> tuple[bool, Any]:
-    return (value is None, value)
 
 
 class ShardedManager(models.Manager.from_queryset(ShardedQuerySet)):

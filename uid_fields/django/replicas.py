@@ -29,7 +29,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
 from ..config import replicas_of
-from ..replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
+from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from .conf import conf, settings_generation
 
 __all__ = ["read_alias", "read_from_primary", "read_pins", "replica_primaries"]

@@ -18,8 +18,8 @@ from django.db import NotSupportedError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.transaction import TransactionManagementError
 
-from .. import twophase
-from ..twophase import Coordinator, Resolution
+from ..ops import twophase
+from ..ops.twophase import Coordinator, Resolution
 
 __all__ = ["resolve_prepared", "two_phase_atomic"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import validate as check
-from ..layouts import DecimalLayout
+from .._internal import validate as check
+from ..ids.layouts import DecimalLayout
 from .postgres import sql_identifier
 
 __all__ = ["DecimalIdFunction"]

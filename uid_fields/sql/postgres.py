@@ -40,8 +40,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import validate as check
-from ..layouts import SnowflakeLayout
+from .._internal import validate as check
+from ..ids.layouts import SnowflakeLayout
 
 __all__ = ["C_LIBRARY", "DEFAULT_MAX_AHEAD_MS", "LANGUAGES", "NextIdFunction", "StateCheck"]
 

@@ -9,6 +9,7 @@ asyncio support needs greenlet) only when one is made.
 """
 
 from ..config import UidConfig
+from ..errors import ShardKeyError, ShardRoutingError
 from ..placement import allow_off_shard_writes
 from . import listeners as _listeners  # noqa: F401 - installs the mapper hooks
 from .asyncio import async_sharded_session, async_sharded_sessionmaker
@@ -16,7 +17,6 @@ from .audit import audit
 from .bulk import bulk_insert
 from .comparators import IdTime
 from .ddl import DatabaseIds, DecimalIds
-from .errors import ShardKeyError, ShardRoutingError
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field_config
 from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table

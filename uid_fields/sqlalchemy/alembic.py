@@ -20,8 +20,7 @@ from typing import Any, Literal
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy.engine import Engine
 
-from ..placement import stamped_logical_shard
-from ..shards import ShardMap
+from ..placement import ShardMap, stamped_logical_shard
 from .ddl import DatabaseIds
 from .types import LocalityUUIDType, SnowflakeType
 

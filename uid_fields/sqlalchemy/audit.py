@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import func, select, text
 
-from ..audit import AuditResult, foreign_condition, foreign_ids
+from ..ops.audit import AuditResult, foreign_condition, foreign_ids
 from .routing import table_of
 from .session import ShardedIdSession
 

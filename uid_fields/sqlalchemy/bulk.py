@@ -15,8 +15,8 @@ from sqlalchemy import Table, insert, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError
 
-from ..shards import ShardMap
-from .errors import ShardKeyError, ShardRoutingError
+from ..errors import ShardKeyError, ShardRoutingError
+from ..placement.shards import ShardMap
 from .routing import Router, TableRoute
 from .session import ShardedIdSession
 from .twophase import check_postgresql, commit_two_phase

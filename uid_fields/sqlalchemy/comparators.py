@@ -17,7 +17,7 @@ from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.types import TypeEngine
 
-from ..layouts import IntLayout
+from ..ids.layouts import IntLayout
 
 __all__ = ["IdTime"]
 

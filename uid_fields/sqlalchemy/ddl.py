@@ -17,9 +17,8 @@ from sqlalchemy import MetaData, Table, event, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.sql.elements import TextClause
 
-from ..layouts import DecimalLayout, SnowflakeLayout
-from ..placement import stamped_logical_shard
-from ..shards import ByField, ShardMap
+from ..ids.layouts import DecimalLayout, SnowflakeLayout
+from ..placement import ByField, ShardMap, stamped_logical_shard
 from ..sql import DecimalIdFunction, NextIdFunction
 from ..sql.postgres import DEFAULT_MAX_AHEAD_MS, StateCheck
 

@@ -2,7 +2,9 @@
 
 ``session.on_all_shards(select(...))`` runs the statement once per shard and merges the
 rows: in the statement's ORDER BY (by default the id, which for these ids is creation
-time), with LIMIT pushed down to each shard (``LIMIT offset + limit``) and applied again
+time) by the core's merge rules (``uid_fields.ops.merge``: each backend's NULL order,
+``nulls_first()``/``nulls_last()``, text in the column's collation), with LIMIT pushed
+down to each shard (``LIMIT offset + limit``) and applied again
 after the merge; ``count()`` and ``sum()`` are added up, ``min()``/``max()`` taken over
 the shards. What cannot be merged from per-shard answers (GROUP BY, DISTINCT, AVG, an
 ORDER BY on something that is not a selected column) is refused with an error that says
@@ -11,7 +13,7 @@ so, before any statement runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +26,11 @@ from sqlalchemy.sql.elements import ColumnElement, Label, UnaryExpression
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.schema import Column
 
-__all__ = ["FanOutPlan", "UnmergeableQueryError", "plan_fan_out"]
+from ..errors import UnmergeableQueryError
+from ..ops import merge as merging
+from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+
+__all__ = ["FanOutPlan", "UnmergeableQueryError", "plan_fan_out", "text_ranker"]
 
 _COMBINE: dict[str, Callable[[list[Any]], Any]] = {
     "count": lambda values: sum(v or 0 for v in values),
@@ -36,20 +42,22 @@ _COMBINE: dict[str, Callable[[list[Any]], Any]] = {
 }
 
 
-class UnmergeableQueryError(NotImplementedError):
-    """A fanned-out query whose per-shard answers cannot be merged into the right one."""
-
-
 @dataclass(frozen=True)
 class FanOutPlan:
     """What each shard runs and how the answers are put together."""
 
     per_shard: Select[Any]
-    sort: list[tuple[Callable[[Any], Any], bool]]  # (key of a row, descending)
+    sort: list[merging.SortKey]
+    columns: list[Any]  # the ORDER BY column of each sort key (for its collation)
     window: tuple[int, int | None] | None  # (offset, limit) applied after the merge
     aggregates: list[Callable[[list[Any]], Any]] | None  # one combiner per column
 
-    def merge(self, results: Sequence[Result[Any]]) -> Result[Any]:
+    def merge(
+        self,
+        results: Sequence[Result[Any]],
+        vendors: Sequence[str],
+        text_ranks: merging.TextRanker | None = None,
+    ) -> Result[Any]:
         frozen: list[FrozenResult[Any]] = [result.freeze() for result in results]
         if self.aggregates is not None:
             firsts = [_as_tuple(f.data[0]) for f in frozen if f.data]
@@ -59,13 +67,16 @@ class FanOutPlan:
             )
             scalar = bool(frozen[0].data) and not isinstance(frozen[0].data[0], (Row, tuple))
             return _result(frozen[0], [row[0] if scalar else row])
-        rows = [row for f in frozen for row in f.data]
-        for key, descending in reversed(self.sort):
-            rows.sort(key=lambda row, k=key: _none_last(k(row)), reverse=descending)  # type: ignore[misc]
+        rows = merging.merge_rows(
+            [f.data for f in frozen], self.sort, vendors, text_ranks=text_ranks
+        )
         if self.window is not None:
-            offset, limit = self.window
-            rows = rows[offset : None if limit is None else offset + limit]
+            rows = merging.window(rows, *self.window)
         return _result(frozen[0], rows)
+
+    def column_of(self, key: merging.SortKey) -> Any:
+        """The ORDER BY column behind ``key`` (None for a label or an expression)."""
+        return self.columns[self.sort.index(key)]
 
 
 def _result(template: FrozenResult[Any], rows: list[Any]) -> Result[Any]:
@@ -75,10 +86,6 @@ def _result(template: FrozenResult[Any], rows: list[Any]) -> Result[Any]:
 
 def _as_tuple(row: Any) -> tuple[Any, ...]:
     return tuple(row) if isinstance(row, (Row, tuple)) else (row,)
-
-
-def _none_last(value: Any) -> tuple[bool, Any]:
-    return (value is None, value)
 
 
 def plan_fan_out(statement: Any) -> FanOutPlan:
@@ -109,19 +116,21 @@ def plan_fan_out(statement: Any) -> FanOutPlan:
             )
         if statement._limit_clause is not None or statement._offset_clause is not None:
             raise UnmergeableQueryError("LIMIT/OFFSET of an aggregate across shards")
-        return FanOutPlan(statement, [], None, [_COMBINE[n] for n in functions])  # type: ignore[index]
+        return FanOutPlan(statement, [], [], None, [_COMBINE[n] for n in functions])  # type: ignore[index]
     order = list(statement._order_by_clauses)
     if not order:
         order = [c for c in _entity_ids(statement)]
         statement = statement.order_by(*order)
-    sort = [_sort_key(statement, clause) for clause in order]
+    terms = [_sort_key(statement, clause) for clause in order]
+    sort = [key for key, _ in terms]
+    columns = [column for _, column in terms]
     window = None
     limit, offset = statement._limit, statement._offset
     per_shard = statement
     if limit is not None or offset:
         window = (offset or 0, limit)
         per_shard = statement.offset(None).limit(None if limit is None else (offset or 0) + limit)
-    return FanOutPlan(per_shard, sort, window, None)
+    return FanOutPlan(per_shard, sort, columns, window, None)
 
 
 def _function_name(column: Any) -> str | None:
@@ -143,8 +152,18 @@ def _entity_ids(statement: Select[Any]) -> list[ColumnElement[Any]]:
     )
 
 
-def _sort_key(statement: Select[Any], clause: Any) -> tuple[Callable[[Any], Any], bool]:
+_NULLS: dict[Any, merging.NullsOrder] = {
+    operators.nulls_first_op: "first",
+    operators.nulls_last_op: "last",
+}
+
+
+def _sort_key(statement: Select[Any], clause: Any) -> tuple[merging.SortKey, Any]:
     descending = False
+    nulls: merging.NullsOrder | None = None
+    if isinstance(clause, UnaryExpression) and clause.modifier in _NULLS:
+        nulls = _NULLS[clause.modifier]
+        clause = clause.element
     element = clause
     if isinstance(clause, UnaryExpression) and clause.modifier in (
         operators.desc_op,
@@ -169,12 +188,14 @@ def _sort_key(statement: Select[Any], clause: Any) -> tuple[Callable[[Any], Any]
             except UnmappedColumnError:  # not a column of this entity
                 continue
             get = _by_position(position, len(descriptions))
-            return (lambda row, g=get, k=prop.key: getattr(g(row), k)), descending
+            attribute = lambda row, g=get, k=prop.key: getattr(g(row), k)  # noqa: E731
+            return merging.SortKey(attribute, descending, nulls, str(element)), element
     if not entities:
         for position, column in enumerate(statement.selected_columns):
             plain = column.element if isinstance(column, Label) else column
             if plain is element or plain.compare(element):
-                return _by_position(position, len(descriptions)), descending
+                read = _by_position(position, len(descriptions))
+                return merging.SortKey(read, descending, nulls, str(element)), plain
     raise UnmergeableQueryError(
         f"ORDER BY {element} across shards: order by a selected column or a column of "
         "the selected entity, so the shards' rows can be merged"
@@ -187,3 +208,36 @@ def _by_position(position: int, width: int) -> Callable[[Any], Any]:
         return row[position] if isinstance(row, (Row, tuple)) else row
 
     return get
+
+
+#: (shard, table, column) -> the column's collation on MySQL/MariaDB
+_collations: dict[tuple[str, str, str], str | None] = {}
+
+
+def text_ranker(
+    plan: FanOutPlan, shard: str, dialect: str, run: Callable[[str, dict[str, Any]], list[Any]]
+) -> merging.TextRanker:
+    """Ranks text keys in their column's collation, asked of ``shard``'s database through
+    ``run(sql, params) -> rows``."""
+
+    def rank(key: merging.SortKey, texts: list[str]) -> Mapping[str, int]:
+        column = plan.column_of(key)
+        collation = getattr(getattr(column, "type", None), "collation", None)
+        table = getattr(getattr(column, "table", None), "name", None)
+        if not collation and dialect in ("mysql", "mariadb") and table is not None:
+            cache = (shard, str(table), str(column.name))
+            if cache not in _collations:
+                sql = MYSQL_COLUMN_COLLATION.replace("{p}", ":t", 1).replace("{p}", ":c", 1)
+                rows = run(sql, {"t": cache[1], "c": cache[2]})
+                _collations[cache] = rows[0][0] if rows else None
+            collation = _collations[cache]
+        if dialect == "sqlite" and not collation:
+            return merging.code_point_ranks(texts)  # BINARY compares code points, as Python
+
+        def ask(values: list[str]) -> Mapping[str, int]:
+            sql = text_rank_sql(dialect, collation, ":texts")
+            return {value: n for value, n in run(sql, {"texts": text_rank_param(values)})}
+
+        return merging.rank_texts((shard, table, str(key.name), collation), texts, ask)
+
+    return rank

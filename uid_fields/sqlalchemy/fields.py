@@ -15,11 +15,10 @@ from sqlalchemy.orm import MappedColumn, mapped_column
 from sqlalchemy.sql.schema import Column
 
 from ..errors import ShardKeyError
-from ..generators import ShardedIdGenerator
-from ..layouts import IntLayout, SnowflakeLayout
-from ..locality import LocalityUUIDGenerator
-from ..placement import KeyHash, Placement, route_for
-from ..shards import ByField, Route, ShardMap
+from ..ids.generators import ShardedIdGenerator
+from ..ids.layouts import IntLayout, SnowflakeLayout
+from ..ids.locality import LocalityUUIDGenerator
+from ..placement import ByField, KeyHash, Placement, Route, ShardMap, route_for
 from .ddl import DatabaseIds
 from .types import LocalityUUIDType, SnowflakeType
 

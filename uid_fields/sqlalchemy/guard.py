@@ -21,8 +21,7 @@ from sqlalchemy import Table, event
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import WrongShardError
-from ..placement import off_shard_writes_allowed
-from ..shards import ShardMap
+from ..placement import ShardMap, off_shard_writes_allowed
 from .routing import Router
 
 __all__ = ["check_writes"]

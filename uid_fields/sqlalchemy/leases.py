@@ -12,8 +12,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..leases import DatabaseLease
-from ..leases.database import (
+from ..ids.leases import DatabaseLease
+from ..ids.leases.database import (
     COLUMNS,
     TABLE,
     UNIQUE,

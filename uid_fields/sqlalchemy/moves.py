@@ -18,8 +18,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.ddl import sort_tables
 
-from ..layouts import IntLayout
-from ..moves import MovedTable, Row, ShardMove
+from ..ids.layouts import IntLayout
+from ..ops.moves import MovedTable, Row, ShardMove
 from ..placement import allow_off_shard_writes
 from .fields import field_config
 from .routing import TableRoute, table_of

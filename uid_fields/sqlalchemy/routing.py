@@ -27,8 +27,7 @@ from sqlalchemy.sql.elements import (
 from sqlalchemy.sql.schema import Column, Table
 
 from ..errors import ConfigurationError
-from ..placement import Placement
-from ..shards import Route, ShardMap
+from ..placement import Placement, Route, ShardMap
 from .fields import FieldConfig, field_config
 
 __all__ = ["Router", "TableRoute"]

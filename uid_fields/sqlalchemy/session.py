@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Select, Table, event, inspect
+from sqlalchemy import Select, Table, event, inspect, text
 from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.exc import NoInspectionAvailable
 from sqlalchemy.ext.horizontal_shard import ShardedSession
@@ -27,11 +27,11 @@ from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
-from .. import parallel
-from ..replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
-from ..shards import ShardMap
-from .errors import ShardKeyError, ShardRoutingError
-from .fanout import plan_fan_out
+from ..errors import ShardKeyError, ShardRoutingError
+from ..ops import parallel
+from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
+from ..placement.shards import ShardMap
+from .fanout import FanOutPlan, plan_fan_out, text_ranker
 from .fields import FieldConfig
 from .guard import check_writes
 from .routing import Router, TableRoute
@@ -195,7 +195,19 @@ class ShardedIdSession(ShardedSession):
                 )
                 for shard in self.shard_names
             ]
-        return plan.merge(results)
+        return self._merge_fan_out(plan, results)
+
+    def _merge_fan_out(self, plan: FanOutPlan, results: Sequence[Result[Any]]) -> Result[Any]:
+        """The shards' answers merged by the core's rules for the shards' backend."""
+        names = list(self.shard_names)
+        dialects = [self.get_bind(shard_id=s).dialect.name for s in names]
+
+        def run(sql: str, params: dict[str, Any]) -> list[Any]:
+            bind = {"shard_id": names[0]}
+            return list(self.execute(text(sql), params, bind_arguments=bind).tuples())
+
+        ranker = text_ranker(plan, names[0], dialects[0], run) if names else None
+        return plan.merge(results, dialects, ranker)
 
     def _fan_out_in_parallel(self, statement: Any) -> bool:
         """Whether a fan-out may run on connections of its own, one per shard at once.

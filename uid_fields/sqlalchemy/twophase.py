@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError
 
-from .. import twophase
-from ..twophase import Coordinator, Resolution
+from ..ops import twophase
+from ..ops.twophase import Coordinator, Resolution
 
 __all__ = ["check_postgresql", "commit_two_phase", "resolve_prepared"]
 

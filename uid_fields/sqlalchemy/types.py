@@ -17,9 +17,9 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from .. import locality
-from ..layouts import SIGNED_MAX, UNSIGNED_MAX, IntLayout, Parts, coerce_id
-from ..locality import LocalityParts
+from ..ids import locality
+from ..ids.layouts import SIGNED_MAX, UNSIGNED_MAX, IntLayout, Parts, coerce_id
+from ..ids.locality import LocalityParts
 from .comparators import IdTime
 
 __all__ = ["LocalityUUIDType", "SnowflakeType"]

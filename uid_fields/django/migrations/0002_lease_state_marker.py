@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import migrations
 
-from uid_fields.leases.database import marker_row
+from uid_fields.ids.leases.database import marker_row
 
 
 def insert_marker(apps: Any, schema_editor: Any) -> None:

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from . import forks, validate
-from .clock import Clock, system_clock
-from .errors import ForkedGeneratorError
-from .timeutil import datetime_from_ms, format_ms
+from .._internal import forks, validate
+from .._internal.timeutil import datetime_from_ms, format_ms
+from ..clock import Clock, system_clock
+from ..errors import ForkedGeneratorError
 
 __all__ = [
     "INCREMENT",

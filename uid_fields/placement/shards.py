@@ -17,10 +17,10 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from . import uniqid
-from .hashing import mix64
-from .layouts import DecimalLayout, SnowflakeLayout, coerce_id
-from .validate import integer
+from .._internal.hashing import mix64
+from .._internal.validate import integer
+from ..ids import uniqid
+from ..ids.layouts import DecimalLayout, SnowflakeLayout, coerce_id
 
 __all__ = [
     "ByDecimalServer",

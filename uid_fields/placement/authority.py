@@ -25,233 +25,37 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
 
-from . import validate
-from .errors import ConfigurationError, ShardKeyError, WrongShardError
-from .generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
-from .hashing import mix64
-from .layouts import DecimalLayout, IntLayout, SnowflakeLayout
-from .locality import LocalityUUIDGenerator
+from .._internal.hashing import mix64
+from ..errors import ConfigurationError, WrongShardError
+from ..ids.generators import ShardedIdGenerator
+from .keys import (
+    colocated_logical_shard,
+    logical_shard_in,
+    normalize_shard_key,
+    scaled_logical_shard,
+)
+from .routes import route_fits, route_for
 from .shards import (
-    ByDecimalServer,
-    ByField,
-    ByLocalityBlock,
-    ByModulo,
-    ByUniqIdDigit,
     Route,
     ShardMap,
 )
-from .uniqid import UniqIdGenerator
 
 __all__ = [
     "KeyHash",
-    "KeyRanges",
     "Placement",
     "allow_off_shard_writes",
-    "colocated_logical_shard",
-    "logical_shard_in",
-    "natural_route",
-    "normalize_shard_key",
     "off_shard_writes_allowed",
-    "route_fits",
-    "route_for",
-    "scaled_logical_shard",
-    "stamped_logical_shard",
 ]
 
 KeyHash = Literal["mixed", "modulo"]
 
-_KEY_MIN = -(1 << 63)
-_KEY_LIMIT = 1 << 64
 # Ids tried before deciding a generator's ids cannot avoid the closed databases.
 _OPEN_ATTEMPTS = 1000
-
-
-IdKind = Literal["snowflake", "sharded", "decimal", "locality", "uniqid"]
-
-
-def natural_route(
-    kind: IdKind,
-    layout: IntLayout | None = None,
-    *,
-    by: str | None = None,
-    logical_shards: int = 1024,
-    shard_field: str = "shard",
-    total_shards: int = 4,
-) -> Route:
-    """The route ids of a kind and layout take, from their description alone.
-
-    Sharded ids route by their shard field, uniqids by their shard digit, decimal ids
-    by their server digits, locality UUIDs by their counter block, snowflakes by the
-    mixed modulo; ``by`` names a node field to route on instead (a datacenter, say).
-    Settings checks use this without building a generator (which may claim a lease).
-    """
-    if by is not None:
-        if not isinstance(layout, SnowflakeLayout):
-            raise ValueError(f"by={by!r} needs a snowflake layout, not a {kind} generator")
-        return ByField(layout, by)
-    if kind == "uniqid":
-        return ByUniqIdDigit(total_shards)
-    if kind == "locality":
-        return ByLocalityBlock(logical_shards)
-    if kind == "sharded":
-        if not isinstance(layout, SnowflakeLayout):
-            raise ValueError("sharded ids need a snowflake layout")
-        return ByField(layout, shard_field)
-    if not isinstance(layout, (SnowflakeLayout, DecimalLayout)):
-        raise ValueError(f"{kind} ids need an integer layout")
-    if isinstance(layout, DecimalLayout) and layout.server_digits:
-        return ByDecimalServer(layout)
-    return ByModulo(logical_shards, max_value=layout.max_value)
-
-
-def route_for(generator: object, by: str | None = None, logical_shards: int = 1024) -> Route:
-    """The natural route of a generator's ids (see ``natural_route``)."""
-    if isinstance(generator, ShardedIdGenerator):
-        return natural_route("sharded", generator.layout, by=by, shard_field=generator.shard_field)
-    if isinstance(generator, UniqIdGenerator):
-        return natural_route("uniqid", by=by, total_shards=generator.total_shards)
-    if isinstance(generator, LocalityUUIDGenerator):
-        return natural_route("locality", by=by, logical_shards=logical_shards)
-    if isinstance(generator, DecimalGenerator):
-        return natural_route("decimal", generator.layout, by=by, logical_shards=logical_shards)
-    if isinstance(generator, SnowflakeGenerator):
-        return natural_route("snowflake", generator.layout, by=by, logical_shards=logical_shards)
-    raise TypeError(f"no route for {generator!r}")
-
-
-def route_fits(route: Route, generator: object) -> str | None:
-    """Why ``route`` cannot read the ids of ``generator``, or None when it can.
-
-    A map that reads Instagram's shard bits sends Twitter snowflakes by their worker
-    and sequence bits, so a map is only usable for the ids it was made for.
-    """
-    layout = getattr(generator, "layout", None)
-    if isinstance(route, ByField):
-        if not isinstance(layout, SnowflakeLayout) or route.field not in layout.field_names:
-            return (
-                f"it reads the {route.field!r} bits of {route.layout!r}, which {generator!r} lacks"
-            )
-        ours = (layout.field_shift(route.field), layout.field_bits(route.field))
-        theirs = (route.layout.field_shift(route.field), route.layout.field_bits(route.field))
-        if ours != theirs:
-            return (
-                f"it reads the {route.field!r} bits at another position than {generator!r} "
-                "writes them"
-            )
-        return None
-    if isinstance(route, ByModulo):
-        if isinstance(generator, (LocalityUUIDGenerator, UniqIdGenerator)):
-            return f"it takes a modulo of integer ids, and {generator!r} makes no integers"
-        return None
-    if isinstance(route, ByDecimalServer):
-        if not isinstance(generator, DecimalGenerator) or (
-            generator.layout.server_scale != route.layout.server_scale
-        ):
-            return f"it reads the server digits of decimal ids, which {generator!r} lacks"
-        return None
-    if isinstance(route, ByLocalityBlock):
-        if not isinstance(generator, LocalityUUIDGenerator):
-            return f"it reads locality UUIDs, which {generator!r} does not make"
-        return None
-    if isinstance(route, ByUniqIdDigit):
-        if not isinstance(generator, UniqIdGenerator) or (
-            generator.total_shards != route.logical_shards
-        ):
-            return f"it reads the shard digit of uniqids over {route.logical_shards} shards"
-        return None
-    return None  # a route of the user's own: trusted
-
-
-def normalize_shard_key(value: object, *, name: str = "shard key") -> int:
-    """The one integer a shard key stands for.
-
-    Ints, strings of ASCII digits (a key read from a URL or a form) and UUIDs (their 128
-    bits) are keys; a parent row is passed by its id. Booleans, floats, empty or
-    non-ASCII strings and out-of-range ints raise ``ShardKeyError``, never pick a shard.
-    """
-    if isinstance(value, bool):
-        raise ShardKeyError(f"{name}={value!r} is a bool, not a key")
-    if isinstance(value, int):
-        if not _KEY_MIN <= value < _KEY_LIMIT:
-            raise ShardKeyError(f"{name}={value} is out of the 64-bit range of keys")
-        return value
-    if isinstance(value, uuid.UUID):
-        return value.int
-    if isinstance(value, str):
-        text = value.strip()
-        if text.isascii() and text.isdigit():
-            number = int(text)
-            if number >= _KEY_LIMIT:
-                raise ShardKeyError(f"{name}={value!r} is out of the 64-bit range of keys")
-            return number
-        try:
-            return uuid.UUID(text).int
-        except ValueError:
-            pass
-        raise ShardKeyError(f"{name}={value!r} is neither a number nor a UUID")
-    raise ShardKeyError(f"{name} must be an int, a digit string or a UUID, not {value!r}")
-
-
-def logical_shard_in(shard_map: ShardMap, alias: str, key: int) -> int:
-    """A logical shard held by ``alias``, picked by a stable hash of ``key``."""
-    try:
-        low, high = shard_map.ranges[alias]
-    except KeyError:
-        raise ValueError(
-            f"database {alias!r} is not in this shard map ({list(shard_map.databases)})"
-        ) from None
-    return low + mix64(key) % (high - low)
-
-
-def scaled_logical_shard(parent_logical: int, theirs: int, ours: int, key: int) -> int:
-    """The parent's logical shard scaled from a space of ``theirs`` to one of ``ours``.
-
-    The same number when both count alike (Instagram's children share the parent's
-    shard); one of the ``ours // theirs`` shards that correspond to it, picked by ``key``,
-    when ours is finer; the one that contains it when ours is coarser; -1 when neither
-    divides the other.
-    """
-    if ours >= theirs and ours % theirs == 0:
-        per_parent = ours // theirs
-        return parent_logical * per_parent + mix64(key) % per_parent
-    if theirs % ours == 0:
-        return parent_logical // (theirs // ours)
-    return -1
-
-
-def stamped_logical_shard(shard_map: ShardMap, alias: str) -> int:
-    """The logical shard a database-side id function on ``alias`` stamps into its ids.
-
-    The first of the range the database owns: any shard of the range routes back to it,
-    and after a split the new owner of that range gets a function of its own.
-    """
-    try:
-        return shard_map.ranges[alias][0]
-    except KeyError:
-        raise ValueError(
-            f"database {alias!r} is not in this shard map ({list(shard_map.databases)})"
-        ) from None
-
-
-def colocated_logical_shard(child: ShardMap, parent: ShardMap, parent_id: object, key: int) -> int:
-    """A logical shard of ``child`` for a row that must live with ``parent_id``'s row.
-
-    The parent's logical shard, scaled to the child's logical space, so a later split of
-    a database's range along the parent's logical shards keeps children with their
-    parents. When explicit ranges disagree, any logical shard on the parent's database.
-    """
-    parent_logical = parent.logical_shard(parent_id)
-    logical = scaled_logical_shard(parent_logical, parent.logical_shards, child.logical_shards, key)
-    alias = parent.database(parent_logical)
-    if 0 <= logical < child.logical_shards and child.database(logical) == alias:
-        return logical
-    return logical_shard_in(child, alias, key)
 
 
 _off_shard_allowed: ContextVar[bool] = ContextVar("uid_off_shard_allowed", default=False)
@@ -535,69 +339,3 @@ class Placement:
     def __repr__(self) -> str:
         parent = f" with parent {self.parent.name}" if self.parent is not None else ""
         return f"<Placement {self.name} {self.generator!r} {self.shard_map!r}{parent}>"
-
-
-class KeyRanges:
-    """Route rows by an attribute of the application's own: a continent, a region, a tenant.
-
-    Shard keys are numbers (ints, digit strings, UUIDs); a row that must live where its
-    ``continent`` says takes, as its shard key, a logical shard from the range this
-    helper names for that continent. Build it from the shard map, so that each key's
-    range is its database's:
-
-    ``regions = KeyRanges.of_databases(shard_map, {"Asia": "asia", "Europe": "europe"})``
-
-    and declare the id field with ``shard_key="region", key_hash="modulo"`` (the shard key
-    *is* the logical shard) and set ``row.region = regions.logical_shard(row.continent)``.
-    ``logical_shard(key, within=user_id)`` spreads one key's rows over its whole range,
-    so the range can later be split between databases.
-    """
-
-    def __init__(
-        self, ranges: Mapping[str, tuple[int, int] | range], *, logical_shards: int
-    ) -> None:
-        self.logical_shards = validate.integer("logical_shards", logical_shards, 1)
-        self.ranges: dict[str, tuple[int, int]] = {}
-        for key, bounds in ranges.items():
-            if not isinstance(key, str) or not key:
-                raise ConfigurationError(f"keys must be non-empty strings, got {key!r}")
-            low, high = (bounds.start, bounds.stop) if isinstance(bounds, range) else bounds
-            if not 0 <= low < high <= self.logical_shards:
-                raise ConfigurationError(
-                    f"the range of {key!r} must lie within 0..{self.logical_shards} and be "
-                    f"non-empty, got {low}..{high}"
-                )
-            self.ranges[key] = (int(low), int(high))
-
-    @classmethod
-    def of_databases(cls, shard_map: ShardMap, databases: Mapping[str, str]) -> KeyRanges:
-        """Each key gets the range of logical shards its database owns in ``shard_map``."""
-        ranges = {}
-        for key, alias in databases.items():
-            if alias not in shard_map.ranges:
-                raise ConfigurationError(
-                    f"key {key!r} names database {alias!r}, which is not in the shard map "
-                    f"({list(shard_map.databases)})"
-                )
-            ranges[key] = shard_map.ranges[alias]
-        return cls(ranges, logical_shards=shard_map.logical_shards)
-
-    def logical_shard(self, key: str, within: object = None) -> int:
-        """A logical shard of ``key``'s range: its first, or one picked by ``within`` (a
-        shard key of its own, e.g. a user id), spread by the stable hash."""
-        try:
-            low, high = self.ranges[key]
-        except (KeyError, TypeError):
-            raise ShardKeyError(
-                f"{key!r} is not one of the keys this mapping routes ({sorted(self.ranges)})"
-            ) from None
-        if within is None:
-            return low
-        return low + mix64(normalize_shard_key(within, name="within")) % (high - low)
-
-    def key_of(self, logical_shard: int) -> list[str]:
-        """The keys whose range holds ``logical_shard`` (for reports and audits)."""
-        return [k for k, (low, high) in self.ranges.items() if low <= logical_shard < high]
-
-    def __repr__(self) -> str:
-        return f"KeyRanges({self.ranges!r}, logical_shards={self.logical_shards})"

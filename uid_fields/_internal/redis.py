@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import CoordinatorUnavailableError
+from ..errors import CoordinatorUnavailableError
 
 if TYPE_CHECKING:
     import redis

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from .errors import TwoPhaseCommitError
+from ..errors import TwoPhaseCommitError
 
 __all__ = [
     "TABLE",

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _redis
-from ..errors import CoordinatorUnavailableError
+from ..._internal import redis as _redis
+from ...errors import CoordinatorUnavailableError
 from .state import FALLBACKS, QUARANTINED, Claimed, Lease
 
 __all__ = ["RedisLease"]

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .layouts import IntLayout
-from .placement import Placement
-from .predicates import logical_range_sql
+from ..ids.layouts import IntLayout
+from ..placement import Placement
+from ..placement.predicates import logical_range_sql
 
 __all__ = [
     "CleanupReport",

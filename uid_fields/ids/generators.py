@@ -23,14 +23,14 @@ from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Any, Literal
 
-from . import forks, validate
-from .clock import Clock, system_clock
-from .errors import ClockMovedBackwardsError, ForkedGeneratorError, LayoutExhaustedError
-from .hashing import mix64
+from .._internal import forks, validate
+from .._internal.hashing import mix64
+from .._internal.timeutil import format_ms
+from ..clock import Clock, system_clock
+from ..errors import ClockMovedBackwardsError, ForkedGeneratorError, LayoutExhaustedError
 from .layouts import DecimalLayout, DecimalParts, IntLayout, SnowflakeLayout, SnowflakeParts
+from .nodes import FencedSource, NodeValue, resolve_node
 from .sequences import SequenceSource
-from .timeutil import format_ms
-from .workers import FencedSource, NodeValue, resolve_node
 
 __all__ = [
     "DecimalGenerator",

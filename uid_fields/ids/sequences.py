@@ -23,8 +23,8 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from . import _redis
-from .errors import ClockMovedBackwardsError
+from .._internal import redis as _redis
+from ..errors import ClockMovedBackwardsError
 
 if TYPE_CHECKING:
     import redis

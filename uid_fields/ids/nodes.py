@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from typing import Protocol, runtime_checkable
 
+from .._internal.validate import in_range
 from .leases import DatabaseLease, RedisLease
-from .validate import in_range
 
 __all__ = [
     "DatabaseLease",

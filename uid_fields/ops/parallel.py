@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import suppress
 from typing import TypeVar
 
-from . import forks
-from . import validate as check
+from .._internal import forks
+from .._internal import validate as check
 
 __all__ = ["DEFAULT_WORKERS", "in_worker", "run_per_shard", "set_workers", "shutdown"]
 

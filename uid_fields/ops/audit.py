@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from .placement import Placement
-from .predicates import logical_range_sql
+from ..placement import Placement
+from ..placement.predicates import logical_range_sql
 
 __all__ = ["AuditResult", "foreign_condition", "foreign_ids"]
 

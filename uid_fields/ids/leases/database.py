@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from .. import _redis
-from ..errors import CoordinatorUnavailableError
+from ..._internal import redis as _redis
+from ...errors import CoordinatorUnavailableError
 from .state import FALLBACKS, QUARANTINED, Claimed, Lease
 
 __all__ = [

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from . import forks, validate
-from .clock import Clock, system_clock
-from .errors import ClockMovedBackwardsError
-from .timeutil import UNIX_EPOCH
+from .._internal import forks, validate
+from .._internal.timeutil import UNIX_EPOCH
+from ..clock import Clock, system_clock
+from ..errors import ClockMovedBackwardsError
 
 __all__ = ["LENGTH", "UniqIdGenerator", "UniqIdParts", "compose", "decompose", "shard_of"]
 

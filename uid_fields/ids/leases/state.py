@@ -45,8 +45,8 @@ import weakref
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-from .. import forks
-from ..errors import CoordinatorUnavailableError, LeaseLostError, WorkerIdsExhaustedError
+from ..._internal import forks
+from ...errors import CoordinatorUnavailableError, LeaseLostError, WorkerIdsExhaustedError
 
 __all__ = [
     "FALLBACKS",

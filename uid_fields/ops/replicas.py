@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Generic, TypeVar
 
-from . import validate as check
+from .._internal import validate as check
 
 __all__ = ["DEFAULT_PIN_SECONDS", "Pins", "ReadReplicas"]
 

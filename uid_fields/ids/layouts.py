@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self
 
-from .errors import LayoutExhaustedError
-from .timeutil import datetime_from_ms, format_ms, ms_from_datetime
-from .validate import integer
+from .._internal.timeutil import datetime_from_ms, format_ms, ms_from_datetime
+from .._internal.validate import integer
+from ..errors import LayoutExhaustedError
 
 __all__ = [
     "DECIMAL",

@@ -1,0 +1,118 @@
+"""The one front-end: ``UidConfig`` validates a settings dict once, then builds each
+generator and shard map once per name (``Memo``). Django's settings go through it too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+from ..errors import ConfigurationError
+from ..placement import ShardMap
+from .build import DatabaseLeaseFactory, Generator, build_generator
+from .problems import describe
+from .schema import process_problems, validate_all
+from .shard_maps import shard_map_of
+
+__all__ = ["Memo", "UidConfig"]
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Memo(dict[K, V], Generic[K, V]):
+    """A dict whose missing values are built once, under a lock.
+
+    One generator per name per process: two generators of one name would each start
+    their sequence at 0 and repeat each other's ids.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def build(self, key: K, make: Callable[[], V]) -> V:
+        value = self.get(key)
+        if value is None:
+            with self._lock:
+                value = self.get(key)
+                if value is None:
+                    value = make()
+                    self[key] = value
+        return value
+
+
+class UidConfig:
+    """Generators and shard maps from one settings dict, for SQLAlchemy and plain Python.
+
+    ``config = UidConfig(UID_FIELDS)`` validates the whole dict at once and raises
+    ``ConfigurationError`` naming every wrong key. ``config.generator("orders")`` builds
+    a generator on first use (claiming its leases then, not before) and returns the
+    same object afterwards; ``config.shard_map("main", "orders")`` routes that
+    generator's ids. A ``{"lease": "database", "database": "<name>"}`` node value
+    needs ``database_lease=``, for example
+    ``uid_fields.sqlalchemy.lease_factory({"default": engine})``.
+    """
+
+    def __init__(
+        self,
+        settings: object,
+        *,
+        database_lease: DatabaseLeaseFactory | None = None,
+    ) -> None:
+        problems = validate_all(settings, now_ms=None, database_leases=database_lease is not None)
+        if problems:
+            raise ConfigurationError(describe(problems))
+        assert isinstance(settings, Mapping)
+        self.settings: Mapping[str, Any] = settings
+        self._database_lease = database_lease
+        self._generators: Memo[str, Generator] = Memo()
+        self._shard_maps: Memo[tuple[str, str], ShardMap] = Memo()
+
+    def _entry(self, section: str, name: str) -> Mapping[str, Any]:
+        entries: Mapping[str, Mapping[str, Any]] = self.settings.get(section, {})
+        try:
+            return entries[name]
+        except KeyError:
+            raise ConfigurationError(
+                f"{section}.{name}: no such entry (configured: {sorted(entries)})"
+            ) from None
+
+    def generator(self, name: str) -> Generator:
+        """The process-wide generator of ``GENERATORS[name]``.
+
+        A sharded generator whose ids would collide across processes (E016) is refused:
+        built here it makes ids in Python.
+        """
+        problems = process_problems(name, self._entry("GENERATORS", name))
+        if problems:
+            raise ConfigurationError(describe(problems))
+        return self._generators.build(
+            name,
+            lambda: build_generator(
+                name, self._entry("GENERATORS", name), database_lease=self._database_lease
+            ),
+        )
+
+    def shard_map(self, shards: str, generator: str) -> ShardMap:
+        """The shard map ``SHARDS[shards]`` as the ids of generator ``generator`` route."""
+
+        def make() -> ShardMap:
+            config = self._entry("SHARDS", shards)
+            try:
+                return shard_map_of(config, self._entry("GENERATORS", generator))
+            except (ValueError, TypeError) as exc:
+                if isinstance(exc, ConfigurationError):
+                    raise
+                raise ConfigurationError(
+                    f"SHARDS.{shards}: does not fit the ids of generator {generator!r}: {exc}"
+                ) from exc
+
+        return self._shard_maps.build((shards, generator), make)
+
+    def __repr__(self) -> str:
+        generators = sorted(self.settings.get("GENERATORS", {}))
+        shards = sorted(self.settings.get("SHARDS", {}))
+        return f"<UidConfig generators={generators} shards={shards}>"

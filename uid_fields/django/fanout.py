@@ -1,0 +1,241 @@
+"""Fan-out of a Django query: run it on every shard (at once where that is safe) and merge
+the rows by the core's merge rules (``uid_fields.ops.merge``): each backend's NULL order,
+explicit ``nulls_first``/``nulls_last``, descending and several keys, and text keys in the
+database's collation order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import namedtuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.core.exceptions import FieldDoesNotExist
+from django.db import DatabaseError, connections, models
+from django.db.models import F, OrderBy
+from django.db.models.query import (
+    FlatValuesListIterable,
+    ModelIterable,
+    NamedValuesListIterable,
+    ValuesIterable,
+)
+
+from ..errors import UnmergeableQueryError
+from ..ops import merge, parallel
+from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from .replicas import read_pins
+
+if TYPE_CHECKING:
+    from .query import ShardedQuerySet
+
+__all__ = ["OrderTerm", "gather", "merged_rows", "order_terms"]
+
+#: (attribute name, descending, explicit nulls position or None)
+OrderTerm = tuple[str, bool, merge.NullsOrder | None]
+
+
+def order_terms(qs: ShardedQuerySet) -> list[OrderTerm]:
+    """The query's ordering as (attribute, descending, nulls) terms, in the order a
+    database applies them: ``order_by()`` or ``Meta.ordering`` (else the primary key),
+    reversed by ``reverse()``. Field names, ``"-name"``, ``F("name")`` and
+    ``F("name").asc(nulls_first=True)`` / ``.desc(nulls_last=True)`` merge; anything else
+    (a related path, an expression, ``"?"``) is refused before a query runs."""
+    query = qs.query
+    ordering = list(
+        query.order_by or (qs.model._meta.ordering if query.default_ordering else [])
+    ) or ["pk"]
+    terms = [_term(qs.model, item) for item in ordering]
+    if not query.standard_ordering:  # reverse(), as last() uses
+        swap: dict[Any, merge.NullsOrder | None] = {"first": "last", "last": "first", None: None}
+        terms = [(name, not descending, swap[nulls]) for name, descending, nulls in terms]
+    return terms
+
+
+def _term(model: type[models.Model], item: Any) -> OrderTerm:
+    descending = False
+    nulls: merge.NullsOrder | None = None
+    expression = item
+    if isinstance(item, OrderBy):
+        descending = item.descending
+        nulls = "first" if item.nulls_first else "last" if item.nulls_last else None
+        expression = item.expression
+    if isinstance(expression, F):
+        name = expression.name
+    elif isinstance(expression, str):
+        name = expression
+        if name.startswith("-"):
+            name, descending = name[1:], True
+    else:
+        name = ""
+    attname = _attname(model, name)
+    if attname is None:
+        raise UnmergeableQueryError(
+            f"ordering by {item!r} across shards: only fields of {model.__name__} can be "
+            "merged from the shards' rows; order by a field (or run per shard with "
+            ".using(alias))"
+        )
+    return attname, descending, nulls
+
+
+def _attname(model: type[models.Model], name: str) -> str | None:
+    meta = model._meta
+    if not name or "__" in name or "." in name or name == "?":
+        return None
+    if name == "pk":
+        return str(meta.pk.attname)
+    try:
+        field = meta.get_field(name)
+    except FieldDoesNotExist:
+        return None
+    return getattr(field, "attname", None)
+
+
+def merged_rows(qs: ShardedQuerySet, shards: list[ShardedQuerySet]) -> list[Any]:
+    """The rows of every shard, sorted by the query's ordering by the core's merge rules.
+
+    Values querysets that do not select their ordering columns fetch them as well and
+    drop them after sorting, so the merge never falls back to shard order.
+    """
+    terms = order_terms(qs)
+    aliases = [shard.db for shard in shards]
+    vendors = [connections[alias].vendor for alias in aliases]
+    ranker = _text_ranker(qs.model, aliases[0]) if aliases else None
+
+    def keys(get: Callable[[Any, str], Any]) -> list[merge.SortKey]:
+        return [
+            merge.SortKey(_reader(get, name), descending, nulls, name)
+            for name, descending, nulls in terms
+        ]
+
+    iterable = qs._iterable_class
+    if issubclass(iterable, ModelIterable):
+        parts = gather(shards, list)
+        return merge.merge_rows(parts, keys(getattr), vendors, text_ranks=ranker)
+    names = list(qs._fields or ())
+    if iterable is ValuesIterable and not names:
+        parts = gather(shards, list)
+        return merge.merge_rows(parts, keys(lambda row, n: row[n]), vendors, text_ranks=ranker)
+    if not names:
+        names = [f.attname for f in qs.model._meta.concrete_fields]
+    pk_name = qs.model._meta.pk.attname
+    columns = [pk_name if n == "pk" else n for n in names]
+    extra = [name for name, _, _ in terms if name not in columns]
+    wanted = [*names, *extra]
+    parts = gather(shards, lambda shard: [tuple(row) for row in shard.values_list(*wanted)])
+    index = {name: i for i, name in enumerate([*columns, *extra])}
+    rows = merge.merge_rows(parts, keys(lambda row, n: row[index[n]]), vendors, text_ranks=ranker)
+    width = len(names)
+    if iterable is ValuesIterable:
+        return [dict(zip(names, row[:width], strict=True)) for row in rows]
+    if iterable is FlatValuesListIterable:
+        return [row[0] for row in rows]
+    if iterable is NamedValuesListIterable:
+        factory = namedtuple("Row", names)
+        return [factory(*row[:width]) for row in rows]
+    return [row[:width] for row in rows]
+
+
+def _reader(get: Callable[[Any, str], Any], name: str) -> Callable[[Any], Any]:
+    return lambda row: get(row, name)
+
+
+#: (alias, table, column) -> the column's collation on MySQL/MariaDB
+_collations: dict[tuple[str, str, str], str | None] = {}
+
+
+def _collation(alias: str, model: type[models.Model], field: Any) -> str | None:
+    declared = getattr(field, "db_collation", None)
+    if declared or connections[alias].vendor != "mysql":
+        return declared  # PostgreSQL and SQLite literals take the column's default
+    cache = (alias, model._meta.db_table, field.column)
+    if cache not in _collations:
+        with connections[alias].cursor() as cursor:
+            cursor.execute(MYSQL_COLUMN_COLLATION.format(p="%s"), [cache[1], cache[2]])
+            row = cursor.fetchone()
+        _collations[cache] = row[0] if row else None
+    return _collations[cache]
+
+
+def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
+    """Ranks text keys in the column's collation, asked of one shard's database."""
+    fields = {getattr(f, "attname", f.name): f for f in model._meta.concrete_fields}
+
+    def rank(key: merge.SortKey, texts: list[str]) -> Mapping[str, int]:
+        connection = connections[alias]
+        field = fields.get(key.name)
+        collation = _collation(alias, model, field) if field is not None else None
+        if connection.vendor == "sqlite" and collation is None:
+            return merge.code_point_ranks(texts)  # BINARY compares code points, as Python
+
+        def ask(values: list[str]) -> Mapping[str, int]:
+            with connection.cursor() as cursor:
+                sql = text_rank_sql(connection.vendor, collation)
+                cursor.execute(sql, [text_rank_param(values)])
+                return {value: number for value, number in cursor.fetchall()}
+
+        column = (alias, model._meta.db_table, key.name, collation)
+        return merge.rank_texts(column, texts, ask)
+
+    return rank
+
+
+def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> list[Any]:
+    """``work(shard)`` for each shard's queryset, in order: at the same time (on the
+    core's bounded pool, each worker thread with its own connections) when every shard is
+    a server database (not SQLite) and none has a transaction open in this thread: work
+    inside ``atomic`` must see that transaction, so it runs on this thread's
+    connections, one shard after another."""
+    read_pins()  # made here, so the workers share this request's pins
+    aliases = [shard.db for shard in shards]
+    for shard, alias in zip(shards, aliases, strict=True):
+        shard._read_alias = alias  # the replica (or primary) chosen here, not again there
+    at_once = all(
+        connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
+        for alias in aliases
+    )
+    return parallel.run_per_shard(
+        [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
+        parallel=at_once,
+    )
+
+
+def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        if parallel.in_worker():
+            _fresh_worker_connection(alias)
+        try:
+            return work(shard)
+        except DatabaseError:
+            if parallel.in_worker():  # a broken connection must not serve the next query
+                connections[alias].close()
+            raise
+
+    return run
+
+
+#: A pool thread's connection idle this long is checked before use (a server may have
+#: closed it: MySQL's wait_timeout, a restart), as Django checks at each request.
+_IDLE_CHECK_S = 30.0
+
+
+_last_used = threading.local()
+
+
+def _fresh_worker_connection(alias: str) -> None:
+    used: dict[str, float] = getattr(_last_used, "at", None) or {}
+    _last_used.at = used
+    now = time.monotonic()
+    connection = connections[alias]
+    idle = now - used.get(alias, now) > _IDLE_CHECK_S
+    if connection.connection is not None and idle and not connection.is_usable():
+        connection.close()
+    used[alias] = now
+
+
+def _close_worker_connections() -> None:
+    connections.close_all()  # the calling worker thread's own connections
+
+
+parallel.on_worker_exit(_close_worker_connections)

@@ -1,0 +1,51 @@
+"""Placement: which logical shard, and so which database, every row gets.
+
+Shard maps (``shards``), the routes that read a logical shard from an id (``routes``),
+shard keys and co-location (``keys``), the placement authority adapters call for every
+row (``authority``), ranges named by an attribute of the application (``key_ranges``)
+and the SQL range predicates of a shard (``predicates``). Built on ``uid_fields.ids``;
+knows no ORM and no settings.
+"""
+
+from .authority import KeyHash, Placement, allow_off_shard_writes, off_shard_writes_allowed
+from .key_ranges import KeyRanges
+from .keys import (
+    colocated_logical_shard,
+    logical_shard_in,
+    normalize_shard_key,
+    scaled_logical_shard,
+    stamped_logical_shard,
+)
+from .routes import natural_route, route_fits, route_for
+from .shards import (
+    ByDecimalServer,
+    ByField,
+    ByLocalityBlock,
+    ByModulo,
+    ByUniqIdDigit,
+    Route,
+    ShardMap,
+)
+
+__all__ = [
+    "ByDecimalServer",
+    "ByField",
+    "ByLocalityBlock",
+    "ByModulo",
+    "ByUniqIdDigit",
+    "KeyHash",
+    "KeyRanges",
+    "Placement",
+    "Route",
+    "ShardMap",
+    "allow_off_shard_writes",
+    "colocated_logical_shard",
+    "logical_shard_in",
+    "natural_route",
+    "normalize_shard_key",
+    "off_shard_writes_allowed",
+    "route_fits",
+    "route_for",
+    "scaled_logical_shard",
+    "stamped_logical_shard",
+]
