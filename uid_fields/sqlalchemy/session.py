@@ -204,7 +204,7 @@ class ShardedIdSession(ShardedSession):
 
         def run(sql: str, params: dict[str, Any]) -> list[Any]:
             bind = {"shard_id": names[0]}
-            return list(self.execute(text(sql), params, bind_arguments=bind).tuples())
+            return [tuple(row) for row in self.execute(text(sql), params, bind_arguments=bind)]
 
         ranker = text_ranker(plan, names[0], dialects[0], run) if names else None
         return plan.merge(results, dialects, ranker)

@@ -170,3 +170,15 @@ class Stamp(models.Model):
     changed = models.DateTimeField(auto_now=True)
 
     objects = ShardedManager()
+
+
+class Ranked(models.Model):
+    """Rows placed by ``bucket``, with a nullable rank and mixed-case, accented names: what
+    a fan-out merge must order as one database does."""
+
+    id = ShardedBigIntField(primary_key=True, generator="photos", shards="main", shard_key="bucket")
+    bucket = models.BigIntegerField()
+    rank = models.IntegerField(null=True)
+    name = models.CharField(max_length=20)
+
+    objects = ShardedManager()
