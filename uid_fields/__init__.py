@@ -3,8 +3,11 @@
 # The package version: pyproject.toml reads it from here ([tool.hatch.version]).
 __version__ = "0.1.0"
 
+from typing import Any
+
 from ._internal import moved
 from .clock import Clock, ManualClock, SystemClock
+from .config import UidConfig
 from .errors import (
     ClockMovedBackwardsError,
     ConfigurationError,
@@ -16,9 +19,10 @@ from .errors import (
     ShardRoutingError,
     TwoPhaseCommitError,
     UidFieldsError,
-    UnroutableQueryError,
+    UnmergeableQueryError,
     WorkerIdsExhaustedError,
     WrongShardError,
+    deprecated_name,
 )
 from .ids import locality, uniqid
 from .ids.generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
@@ -38,8 +42,17 @@ from .ids.locality import LocalityUUIDGenerator
 from .ids.nodes import FromEnv
 from .ids.sequences import RedisSequence
 from .ids.uniqid import UniqIdGenerator
-from .placement.key_ranges import KeyRanges
-from .placement.shards import ShardMap
+from .placement import (
+    ByDecimalServer,
+    ByField,
+    ByLocalityBlock,
+    ByModulo,
+    ByUniqIdDigit,
+    KeyRanges,
+    Route,
+    ShardMap,
+    allow_off_shard_writes,
+)
 
 # Old import paths of the modules that moved keep working, with a DeprecationWarning.
 moved.install()
@@ -52,6 +65,11 @@ __all__ = [
     "PHP_REDIS",
     "SONYFLAKE",
     "TWITTER",
+    "ByDecimalServer",
+    "ByField",
+    "ByLocalityBlock",
+    "ByModulo",
+    "ByUniqIdDigit",
     "Clock",
     "ClockMovedBackwardsError",
     "ConfigurationError",
@@ -68,6 +86,7 @@ __all__ = [
     "ManualClock",
     "RedisLease",
     "RedisSequence",
+    "Route",
     "ShardKeyError",
     "ShardMap",
     "ShardRoutingError",
@@ -76,12 +95,19 @@ __all__ = [
     "SnowflakeLayout",
     "SystemClock",
     "TwoPhaseCommitError",
+    "UidConfig",
     "UidFieldsError",
     "UniqIdGenerator",
-    "UnroutableQueryError",
+    "UnmergeableQueryError",
     "WorkerIdsExhaustedError",
     "WrongShardError",
     "__version__",
+    "allow_off_shard_writes",
     "locality",
     "uniqid",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Deprecated names (``UnroutableQueryError``) still import, with a warning."""
+    return deprecated_name(__name__, name)

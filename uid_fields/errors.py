@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 __all__ = [
     "ClockMovedBackwardsError",
     "ConfigurationError",
@@ -14,7 +17,6 @@ __all__ = [
     "TwoPhaseCommitError",
     "UidFieldsError",
     "UnmergeableQueryError",
-    "UnroutableQueryError",
     "WorkerIdsExhaustedError",
     "WrongShardError",
 ]
@@ -87,10 +89,6 @@ class ShardRoutingError(UidFieldsError, LookupError):
     """
 
 
-#: The name the Django integration used first; the same class.
-UnroutableQueryError = ShardRoutingError
-
-
 class ShardKeyError(UidFieldsError, ValueError):
     """A shard key is missing, or is not a value a shard can be picked by.
 
@@ -116,3 +114,25 @@ class UnmergeableQueryError(UidFieldsError, NotImplementedError):
     """A fanned-out query whose per-shard answers cannot be merged into the one answer a
     single database would give (GROUP BY, DISTINCT, an ordering the merge cannot repeat);
     nothing was returned."""
+
+
+#: Names kept importable for one minor version, each with a DeprecationWarning.
+DEPRECATED_NAMES = {"UnroutableQueryError": ("ShardRoutingError", ShardRoutingError)}
+
+
+def deprecated_name(module: str, name: str) -> Any:
+    """The object behind a deprecated name of ``module``, with a DeprecationWarning; the
+    ``AttributeError`` of a missing name otherwise. Called by module ``__getattr__``s."""
+    if name in DEPRECATED_NAMES:
+        new, value = DEPRECATED_NAMES[name]
+        warnings.warn(
+            f"{module}.{name} is deprecated: it is {new} (the same class); import that",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return value
+    raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+
+def __getattr__(name: str) -> Any:
+    return deprecated_name(__name__, name)

@@ -48,7 +48,7 @@ def test_reads_go_to_the_replica_writes_and_fresh_writes_to_the_primary(
     clock = Clock()
     engines = {**sqlite_shards, "replica": replica}
     with sharded_session(
-        sqlite_shards, replicas={"shard_1": [replica]}, read_your_writes_s=5, clock=clock
+        sqlite_shards, replicas={"shard_1": [replica]}, read_your_writes_seconds=5, clock=clock
     ) as session:
         order = on_shard_1(session)
         session.add(order)
@@ -82,7 +82,7 @@ def test_a_transaction_that_wrote_to_a_shard_reads_it_there(
 ) -> None:
     engines = {**sqlite_shards, "replica": replica}
     with sharded_session(
-        sqlite_shards, replicas={"shard_1": [replica]}, read_your_writes_s=0
+        sqlite_shards, replicas={"shard_1": [replica]}, read_your_writes_seconds=0
     ) as session:
         order = on_shard_1(session)
         session.add(order)
@@ -104,4 +104,4 @@ def test_replicas_must_belong_to_shards(sqlite_shards: dict[str, Engine]) -> Non
         sharded_session(sqlite_shards, replicas={"elsewhere": [sqlite_shards["shard_0"]]})
     for bad in (-1, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="pin seconds"):
-            sharded_session(sqlite_shards, read_your_writes_s=bad)
+            sharded_session(sqlite_shards, read_your_writes_seconds=bad)

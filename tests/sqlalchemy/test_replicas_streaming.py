@@ -58,7 +58,7 @@ def test_reads_come_from_the_standby_once_the_pin_runs_out(servers: dict[str, En
     clock = Clock()
     engines = {**shards, "replica": replica}
     with sharded_session(
-        shards, replicas={"shard_1": [replica]}, read_your_writes_s=2, clock=clock
+        shards, replicas={"shard_1": [replica]}, read_your_writes_seconds=2, clock=clock
     ) as session:
         orders = [Order(customer=f"c{i}") for i in range(20)]
         session.add_all(orders)

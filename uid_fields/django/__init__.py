@@ -1,12 +1,15 @@
 """Django integration: fields, router, sharded manager, time lookups, checks."""
 
+from typing import Any
+
+from ..errors import ShardRoutingError, deprecated_name
 from .conf import get_generator
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
 from .lookups import IdTime
 from .moves import shard_move
 from .query import ShardedManager, ShardedQuerySet, sharded_atomic
 from .replicas import read_from_primary
-from .routing import ShardRouter, UnroutableQueryError, allow_off_shard_writes
+from .routing import ShardRouter, allow_off_shard_writes
 from .twophase import resolve_prepared
 
 SnowflakeField.register_lookup(IdTime)
@@ -15,12 +18,12 @@ ShardedBigIntField.register_lookup(IdTime)
 __all__ = [
     "LocalityUUIDField",
     "ShardRouter",
+    "ShardRoutingError",
     "ShardedBigIntField",
     "ShardedManager",
     "ShardedQuerySet",
     "SnowflakeField",
     "UniqIdField",
-    "UnroutableQueryError",
     "allow_off_shard_writes",
     "get_generator",
     "read_from_primary",
@@ -28,3 +31,8 @@ __all__ = [
     "shard_move",
     "sharded_atomic",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Deprecated names (``UnroutableQueryError``) still import, with a warning."""
+    return deprecated_name(__name__, name)

@@ -20,7 +20,7 @@ from django.db.models.query import (
     ModelIterable,
 )
 
-from ..errors import ShardKeyError, UnroutableQueryError
+from ..errors import ShardKeyError, ShardRoutingError
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField, _is_db_default
 from .replicas import read_alias, replica_primaries
@@ -170,7 +170,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     ) -> Any:
         if using is None and self._db is None and self._shard_databases():
             name = self.model.__name__
-            raise UnroutableQueryError(
+            raise ShardRoutingError(
                 f"raw SQL of {name} runs on one database, and this query names none: run "
                 f"it per shard, {name}.objects.using(alias).raw(sql) for each alias in "
                 f"{list(self._shard_databases())}"

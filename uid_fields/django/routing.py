@@ -13,7 +13,7 @@ from django.db import router as db_router
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
 
-from ..errors import ShardKeyError, UnroutableQueryError, WrongShardError
+from ..errors import ShardKeyError, ShardRoutingError, WrongShardError
 from ..placement import allow_off_shard_writes, off_shard_writes_allowed
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
@@ -21,7 +21,6 @@ from .replicas import replica_primaries
 
 __all__ = [
     "ShardRouter",
-    "UnroutableQueryError",
     "allow_off_shard_writes",
     "check_write",
     "database_for_instance",
@@ -102,7 +101,7 @@ def database_for_instance(instance: models.Model) -> str:
     if (value is None or _is_db_default(value)) and field.database_default:
         logical = field.logical_shard_for(instance) if field.shard_key else None
         if logical is None:
-            raise UnroutableQueryError(
+            raise ShardRoutingError(
                 f"a new {type(instance).__name__} gets its id from the database, so "
                 "its shard must come from its shard key or from .using(alias)"
             )
@@ -200,9 +199,9 @@ def _unhinted(model: type[models.Model]) -> str | None:
     return None
 
 
-def unroutable(model: type[models.Model]) -> UnroutableQueryError:
+def unroutable(model: type[models.Model]) -> ShardRoutingError:
     name = model.__name__
-    return UnroutableQueryError(
+    return ShardRoutingError(
         f"this {name} query names no shard: filter by its id (pk=, pk__in=) or its shard "
         f"key, pick one with .using(alias), or fan out with {name}.objects.on_all_shards()"
     )

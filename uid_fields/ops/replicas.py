@@ -6,8 +6,8 @@ can tell is stale:
 
 * **inside a transaction** on the primary, a read must see the transaction's writes;
 * **right after a write** by the same reader (a request, a session), the replica may not
-  have received it yet: the primary is *pinned* for a short time (``pin_seconds``) —
-  read-your-writes.
+  have received it yet: the primary is *pinned* for a short time (Django's
+  ``READ_YOUR_WRITES_SECONDS``, SQLAlchemy's ``read_your_writes_seconds=``): read-your-writes.
 
 ``ReadReplicas`` makes that choice for both ORM adapters: Django keeps one ``Pins`` per
 request (a context variable reset when a request starts), SQLAlchemy one per session.

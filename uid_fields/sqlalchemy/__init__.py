@@ -17,13 +17,19 @@ from .audit import audit
 from .bulk import bulk_insert
 from .comparators import IdTime
 from .ddl import DatabaseIds, DecimalIds
-from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, field_config
+from .fields import (
+    LocalityUUIDField,
+    ShardedBigIntField,
+    SnowflakeField,
+    UniqIdField,
+    field_config,
+)
 from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .moves import shard_move
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .twophase import resolve_prepared
-from .types import LocalityUUIDType, SnowflakeType
+from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
 __all__ = [
     "DatabaseIds",
@@ -38,6 +44,8 @@ __all__ = [
     "SnowflakeField",
     "SnowflakeType",
     "UidConfig",
+    "UniqIdField",
+    "UniqIdType",
     "allow_off_shard_writes",
     "async_sharded_session",
     "async_sharded_sessionmaker",

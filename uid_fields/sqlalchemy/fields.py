@@ -18,9 +18,10 @@ from ..errors import ShardKeyError
 from ..ids.generators import ShardedIdGenerator
 from ..ids.layouts import IntLayout, SnowflakeLayout
 from ..ids.locality import LocalityUUIDGenerator
+from ..ids.uniqid import UniqIdGenerator
 from ..placement import ByField, KeyHash, Placement, Route, ShardMap, route_for
 from .ddl import DatabaseIds
-from .types import LocalityUUIDType, SnowflakeType
+from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
 __all__ = [
     "INFO_KEY",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 INFO_KEY = "uid_fields"
-Kind = Literal["snowflake", "sharded", "locality"]
+Kind = Literal["snowflake", "sharded", "locality", "uniqid"]
 
 
 class IntIdGenerator(Protocol):
@@ -288,3 +289,23 @@ def LocalityUUIDField(
         "locality", generator=generator, route=route or route_for(generator), shards=shards
     )
     return _column(LocalityUUIDType(), config, args, kwargs)
+
+
+def UniqIdField(
+    *args: Any,
+    generator: UniqIdGenerator,
+    route: Route | None = None,
+    shards: ShardMap | None = None,
+    **kwargs: Any,
+) -> MappedColumn[Any]:
+    """A shard-prefixed uniqid column: ``id: Mapped[str] = UniqIdField(generator=g)``.
+
+    Routes by the leading shard digit unless ``route`` says otherwise, as Django's
+    ``UniqIdField`` does.
+    """
+    if not isinstance(generator, UniqIdGenerator):
+        raise TypeError(f"generator must be a UniqIdGenerator, got {generator!r}")
+    config = FieldConfig(
+        "uniqid", generator=generator, route=route or route_for(generator), shards=shards
+    )
+    return _column(UniqIdType(generator.total_shards), config, args, kwargs)

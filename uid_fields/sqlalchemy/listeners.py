@@ -17,7 +17,7 @@ from sqlalchemy.sql.schema import Column
 
 from ..errors import ShardKeyError
 from .fields import INFO_KEY, FieldConfig
-from .types import LocalityUUIDType, SnowflakeType
+from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
 __all__ = ["PartsAttribute", "uid_columns"]
 
@@ -54,7 +54,9 @@ def _install_parts(mapper: Mapper[Any], cls: type) -> None:
         id_type = column.type
         if isinstance(id_type, SnowflakeType) and id_type.layout is not None:
             decompose: Callable[[Any], Any] = id_type.decompose
-        elif isinstance(id_type, LocalityUUIDType):
+        elif isinstance(id_type, LocalityUUIDType) or (
+            isinstance(id_type, UniqIdType) and id_type.total_shards is not None
+        ):
             decompose = id_type.decompose
         else:
             continue

@@ -15,6 +15,7 @@ put in shard order first: a flush of N objects over S shards runs S batched INSE
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -62,10 +63,18 @@ class ShardedIdSession(ShardedSession):
         strict: bool = True,
         two_phase: bool = False,
         replicas: Mapping[str, Sequence[Engine]] | None = None,
-        read_your_writes_s: float = DEFAULT_PIN_SECONDS,
+        read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
         clock: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
+        if "read_your_writes_s" in kwargs:  # the name of 0.1, one setting has one name now
+            warnings.warn(
+                "read_your_writes_s= is deprecated: it is read_your_writes_seconds= (the "
+                "READ_YOUR_WRITES_SECONDS setting of Django)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            read_your_writes_seconds = kwargs.pop("read_your_writes_s")
         shards = dict(shards or {})
         self.router = Router(list(shards), shard_map, default_shard)
         unknown = sorted(set(replicas or {}) - set(shards))
@@ -74,7 +83,7 @@ class ShardedIdSession(ShardedSession):
         #: Engines that may answer reads of each shard, and this session's
         #: read-your-writes pins (``uid_fields.replicas``).
         self.read_replicas: ReadReplicas[Engine] = ReadReplicas(replicas or {})
-        self.read_pins = Pins(read_your_writes_s, clock=clock)
+        self.read_pins = Pins(read_your_writes_seconds, clock=clock)
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
@@ -604,7 +613,7 @@ def sharded_session(
     strict: bool = True,
     two_phase: bool = False,
     replicas: Mapping[str, Sequence[Engine]] | None = None,
-    read_your_writes_s: float = DEFAULT_PIN_SECONDS,
+    read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -618,7 +627,7 @@ def sharded_session(
     shards with two-phase commit; ``resolve_prepared(engines)`` finishes what a killed
     process left prepared. ``replicas={"shard_1": [engine]}`` reads a shard's rows from
     its replicas, except in a transaction that holds the shard's primary and for
-    ``read_your_writes_s`` after this session wrote there. Other arguments go to Session.
+    ``read_your_writes_seconds`` after this session wrote there. Other arguments go to Session.
     """
     return ShardedIdSession(
         shards,
@@ -627,7 +636,7 @@ def sharded_session(
         strict=strict,
         two_phase=two_phase,
         replicas=replicas,
-        read_your_writes_s=read_your_writes_s,
+        read_your_writes_seconds=read_your_writes_seconds,
         **kwargs,
     )
 

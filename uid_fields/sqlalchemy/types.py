@@ -12,17 +12,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import BigInteger, Uuid
+from sqlalchemy import BigInteger, String, Uuid
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from ..ids import locality
+from ..ids import locality, uniqid
 from ..ids.layouts import SIGNED_MAX, UNSIGNED_MAX, IntLayout, Parts, coerce_id
 from ..ids.locality import LocalityParts
 from .comparators import IdTime
 
-__all__ = ["LocalityUUIDType", "SnowflakeType"]
+__all__ = ["LocalityUUIDType", "SnowflakeType", "UniqIdType"]
 
 
 class _CacheOkSubclasses:
@@ -136,6 +136,44 @@ class LocalityUUIDType(_CacheOkSubclasses, TypeDecorator[uuid.UUID]):
 
     def decompose(self, value: object) -> LocalityParts:
         return locality.decompose(value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class UniqIdType(_CacheOkSubclasses, TypeDecorator[str]):
+    """A shard-prefixed PHP uniqid in ``CHAR(18)``-sized text, the SQLAlchemy twin of
+    Django's ``UniqIdField``.
+
+    ``total_shards`` (the divisor of the shard digit) is kept for decoding; a value that
+    is not a well-formed uniqid of that many shards is refused before SQL runs, so a
+    malformed id from a URL never reaches a query.
+    """
+
+    impl = String(uniqid.LENGTH)
+    cache_ok = True
+
+    def __init__(self, total_shards: int | None = None) -> None:
+        super().__init__()
+        self.total_shards = total_shards
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise TypeError(f"expected a uniqid string, got {type(value).__name__}")
+        if self.total_shards is not None:
+            uniqid.decompose(value, self.total_shards)  # ValueError naming the bad part
+        return value
+
+    @property
+    def python_type(self) -> type[str]:
+        return str
+
+    def decompose(self, value: object) -> uniqid.UniqIdParts:
+        if self.total_shards is None:
+            raise ValueError("this uniqid column does not know its total_shards")
+        return uniqid.decompose(value, self.total_shards)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
