@@ -9,6 +9,7 @@ from django.apps import apps
 from django.db import connections, models
 
 from ..ops.audit import AuditResult, foreign_condition, foreign_ids
+from .compat import where_sql
 from .routing import sharded_pk
 
 __all__ = ["audit", "audit_model"]
@@ -30,8 +31,7 @@ def audit_model(
         condition = foreign_condition(placement, alias, column)
         result = AuditResult(model._meta.label, alias)
         if condition is not None:
-            # extra() SQL goes through the driver's %-formatting: a modulo is %%.
-            misplaced = rows.extra(where=[condition.replace("%", "%%")]).order_by("pk")
+            misplaced = where_sql(rows, condition).order_by("pk")
             result.misplaced = misplaced.count()
             result.samples = list(misplaced.values_list("pk", flat=True)[:samples])
         else:

@@ -15,16 +15,18 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DatabaseError, connections, models
 from django.db.models import F, OrderBy
-from django.db.models.query import (
-    FlatValuesListIterable,
-    ModelIterable,
-    NamedValuesListIterable,
-    ValuesIterable,
-)
 
 from ..errors import UnmergeableQueryError
 from ..ops import merge, parallel
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from .compat import (
+    FlatValuesListIterable,
+    ModelIterable,
+    NamedValuesListIterable,
+    ValuesIterable,
+    iterable_class,
+    selected_names,
+)
 from .replicas import read_pins
 
 if TYPE_CHECKING:
@@ -109,11 +111,11 @@ def merged_rows(qs: ShardedQuerySet, shards: list[ShardedQuerySet]) -> list[Any]
             for name, descending, nulls in terms
         ]
 
-    iterable = qs._iterable_class
+    iterable = iterable_class(qs)
     if issubclass(iterable, ModelIterable):
         parts = gather(shards, list)
         return merge.merge_rows(parts, keys(getattr), vendors, text_ranks=ranker)
-    names = list(qs._fields or ())
+    names = selected_names(qs)
     if iterable is ValuesIterable and not names:
         parts = gather(shards, list)
         return merge.merge_rows(parts, keys(lambda row, n: row[n]), vendors, text_ranks=ranker)

@@ -20,6 +20,7 @@ from django.db import IntegrityError, connections, models, transaction
 
 from ..ops.moves import MovedTable, Row, ShardMove
 from ..placement import allow_off_shard_writes
+from .compat import where_sql
 from .fields import UidField
 from .replicas import read_from_primary
 from .routing import parent_link, sharded_pk
@@ -50,8 +51,7 @@ class ModelRows:
 
     def _rows(self, database: str, where: str | None) -> models.QuerySet[Any]:
         rows = self.model._base_manager.using(database)
-        # extra() SQL goes through the driver's %-formatting: a modulo is %%.
-        return rows.extra(where=[where.replace("%", "%%")]) if where else rows
+        return where_sql(rows, where) if where else rows
 
     def read(
         self, database: str, *, after: Any, upto: Any, limit: int, where: str | None

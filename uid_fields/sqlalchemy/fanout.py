@@ -29,6 +29,7 @@ from sqlalchemy.sql.schema import Column
 from ..errors import UnmergeableQueryError
 from ..ops import merge as merging
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from .compat import frozen_rows, result_of, select_parts
 
 __all__ = ["FanOutPlan", "UnmergeableQueryError", "plan_fan_out", "text_ranker"]
 
@@ -60,15 +61,16 @@ class FanOutPlan:
     ) -> Result[Any]:
         frozen: list[FrozenResult[Any]] = [result.freeze() for result in results]
         if self.aggregates is not None:
-            firsts = [_as_tuple(f.data[0]) for f in frozen if f.data]
+            data = [frozen_rows(f) for f in frozen]
+            firsts = [_as_tuple(rows[0]) for rows in data if rows]
             columns = list(zip(*firsts, strict=True))
             row = tuple(
                 combine(list(col)) for combine, col in zip(self.aggregates, columns, strict=True)
             )
-            scalar = bool(frozen[0].data) and not isinstance(frozen[0].data[0], (Row, tuple))
+            scalar = bool(data[0]) and not isinstance(data[0][0], (Row, tuple))
             return _result(frozen[0], [row[0] if scalar else row])
         rows = merging.merge_rows(
-            [f.data for f in frozen], self.sort, vendors, text_ranks=text_ranks
+            [frozen_rows(f) for f in frozen], self.sort, vendors, text_ranks=text_ranks
         )
         if self.window is not None:
             rows = merging.window(rows, *self.window)
@@ -80,8 +82,7 @@ class FanOutPlan:
 
 
 def _result(template: FrozenResult[Any], rows: list[Any]) -> Result[Any]:
-    template.data = rows  # the shards' rows, merged, behind the first shard's metadata
-    return template()
+    return result_of(template, rows)  # the shards' rows, merged, behind the first's metadata
 
 
 def _as_tuple(row: Any) -> tuple[Any, ...]:
@@ -95,12 +96,13 @@ def plan_fan_out(statement: Any) -> FanOutPlan:
             "on_all_shards() merges SELECT statements; send UPDATE and DELETE with id "
             "criteria, or to each shard with bind_arguments={'shard_id': ...}"
         )
-    if statement._group_by_clauses:
+    parts = select_parts(statement)
+    if parts.group_by:
         raise UnmergeableQueryError(
             "GROUP BY across shards cannot be merged (a group may span shards); run it per "
             "shard with bind_arguments={'shard_id': ...} and combine the groups yourself"
         )
-    if statement._distinct:
+    if parts.distinct:
         raise UnmergeableQueryError(
             "DISTINCT across shards cannot be merged; run it per shard and combine"
         )
@@ -114,10 +116,10 @@ def plan_fan_out(statement: Any) -> FanOutPlan:
                 "across shards: only count(), sum(), min() and max() are (AVG needs the "
                 "sum and the count: select both and divide)"
             )
-        if statement._limit_clause is not None or statement._offset_clause is not None:
+        if parts.has_window:
             raise UnmergeableQueryError("LIMIT/OFFSET of an aggregate across shards")
         return FanOutPlan(statement, [], [], None, [_COMBINE[n] for n in functions])  # type: ignore[index]
-    order = list(statement._order_by_clauses)
+    order = parts.order_by
     if not order:
         order = [c for c in _entity_ids(statement)]
         statement = statement.order_by(*order)
@@ -125,7 +127,7 @@ def plan_fan_out(statement: Any) -> FanOutPlan:
     sort = [key for key, _ in terms]
     columns = [column for _, column in terms]
     window = None
-    limit, offset = statement._limit, statement._offset
+    limit, offset = parts.limit, parts.offset
     per_shard = statement
     if limit is not None or offset:
         window = (offset or 0, limit)

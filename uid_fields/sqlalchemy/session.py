@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Select, Table, event, inspect, text
+from sqlalchemy import Table, event, inspect, text
 from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.exc import NoInspectionAvailable
 from sqlalchemy.ext.horizontal_shard import ShardedSession
@@ -31,10 +31,13 @@ from sqlalchemy.sql.elements import ClauseElement
 from ..errors import ShardKeyError, ShardRoutingError
 from ..ops import parallel
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
+from ..placement import check_id_change, id_for_new_object
 from ..placement.shards import ShardMap
+from .compat import is_plain_select
 from .fanout import FanOutPlan, plan_fan_out, text_ranker
 from .fields import FieldConfig
 from .guard import check_writes
+from .listeners import made_by_field, set_made_id
 from .routing import Router, TableRoute
 from .twophase import check_postgresql, commit_two_phase
 
@@ -273,26 +276,25 @@ class ShardedIdSession(ShardedSession):
             raise ShardRoutingError(
                 f"{mapper.class_.__name__} is routed by its parent ({key}) and has none yet"
             )
-        config, placement = route.config, route.placement
+        config = route.config
         shard_key = self._shard_key_of(mapper, instance, config)
-        if (
-            value is not None
-            and shard_key is not None
-            and config.client_side
-            and not placement.fits_key(value, shard_key)
-        ):
-            # Made before the session's map was known: make it again with the map, so
-            # a co-located child lands on its parent's database.
-            value = placement.new_id(shard_key)
-            setattr(instance, key, value)
-        if value is None and config.client_side:
-            if config.shard_key is not None and shard_key is None:
-                raise ShardKeyError(
-                    f"no id without a shard key: set {config.shard_key} first (the id "
-                    "carries its logical shard)"
-                )
-            value = placement.new_id(shard_key)
-            setattr(instance, key, value)
+        if value is not None or config.client_side:
+            # The core's rule for a new object: an id the field made before the session's
+            # map was known (or for another key) is made again; the caller's id is kept
+            # when it agrees with the key and refused when it does not.
+            chosen = id_for_new_object(
+                route.placement,
+                value,
+                shard_key,
+                keyed=config.shard_key is not None,
+                ours=value is not None and made_by_field(instance, key, value),
+                database_made=not config.client_side,
+                what=mapper.class_.__name__,
+                key_name=config.shard_key or "shard key",
+            )
+            if chosen.made:
+                set_made_id(instance, key, chosen.value)
+            value = chosen.value
         if value is not None:
             return route.shard_of(value)
         if shard_key is not None:
@@ -531,10 +533,12 @@ class ShardedIdSession(ShardedSession):
                     )
 
     def _refuse_move(self, instance: Any) -> None:
-        """A stored row whose new parent (or shard key) names another database is refused.
+        """A stored row whose new id, parent or shard key names another database is refused.
 
-        The UPDATE would run on the row's old database and strand it there, where its new
-        parent's relationships never look; a move is a delete and an insert.
+        The UPDATE would run on the row's old database and strand it there, where reads
+        by its new id and its new parent's relationships never look; a move is a delete
+        and an insert. A new id is judged by the core (``check_id_change``): one on the
+        same database is a rename and allowed.
         """
         state = inspect(instance)
         if state.key is None:
@@ -553,6 +557,15 @@ class ShardedIdSession(ShardedSession):
                 value = getattr(instance, column_key)
                 wanted = route.shard_of(value) if value is not None else current
         else:
+            changed = state.attrs[mapper.get_property_by_column(route.column).key].history
+            if changed.added and changed.added[0] is not None:
+                check_id_change(
+                    route.placement,
+                    changed.added[0],
+                    current,
+                    old=changed.deleted[0] if changed.deleted else None,
+                    what=mapper.class_.__name__,
+                )
             key = self._shard_key_of(mapper, instance, route.config)
             if key is None or route.key_column is None:
                 return
@@ -594,7 +607,7 @@ def _where(statement: Any) -> ClauseElement | None:
 
 def _is_read(clause: Any) -> bool:
     """A SELECT that locks nothing (a replica can answer it)."""
-    return isinstance(clause, Select) and clause._for_update_arg is None
+    return is_plain_select(clause)
 
 
 def place_on_shard(instance: Any, shard: str) -> None:

@@ -1,0 +1,42 @@
+"""The private Django API the adapter relies on exists in the installed Django: a release
+that renames one fails here, by name, instead of somewhere inside a fan-out."""
+
+from __future__ import annotations
+
+import pytest
+from django.db.models.sql import Query
+
+from tests.django.testapp.models import Ranked
+from uid_fields.django import compat
+
+pytestmark = pytest.mark.django_db(databases="__all__")
+
+
+@pytest.mark.parametrize("name", compat.PRIVATE_QUERYSET_API)
+def test_each_private_queryset_name_exists(name: str) -> None:
+    queryset = Ranked.objects.all()
+    assert hasattr(queryset, name), f"QuerySet.{name} is gone: update uid_fields/django/compat.py"
+
+
+@pytest.mark.parametrize("name", compat.PRIVATE_QUERY_API)
+def test_each_private_query_name_exists(name: str) -> None:
+    assert hasattr(Query(Ranked), name), f"Query.{name} is gone: update compat.py"
+
+
+def test_the_readers_see_values_and_fields() -> None:
+    assert issubclass(compat.iterable_class(Ranked.objects.all()), compat.ModelIterable)
+    values = Ranked.objects.values("pk", "name")
+    assert compat.iterable_class(values) is compat.ValuesIterable
+    assert compat.selected_names(values) == ["pk", "name"]
+    flat = Ranked.objects.values_list("pk", flat=True)
+    assert compat.iterable_class(flat) is compat.FlatValuesListIterable
+
+
+def test_a_raw_condition_narrows_on_the_database() -> None:
+    """What ``extra(where=...)`` did, with a modulo in the SQL."""
+    rows = [Ranked(bucket=1, rank=rank, name="x") for rank in range(6)]
+    Ranked.objects.bulk_create(rows)
+    alias = rows[0]._state.db
+    plain = Ranked.objects.using(alias)
+    odd = compat.where_sql(plain, "rank % 2 = 1")
+    assert sorted(r.rank for r in odd) == [1, 3, 5]

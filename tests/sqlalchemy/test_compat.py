@@ -1,0 +1,44 @@
+"""The private SQLAlchemy API the adapter relies on reads as expected in the installed
+SQLAlchemy: a release that changes one fails here, by name."""
+
+from __future__ import annotations
+
+from sqlalchemy import create_engine, select
+from sqlalchemy.orm import Session
+
+from uid_fields.sqlalchemy import compat
+
+from .models import Base, Order
+
+
+def test_select_parts_reads_every_clause() -> None:
+    statement = (
+        select(Order.customer)
+        .group_by(Order.customer)
+        .distinct()
+        .order_by(Order.customer)
+        .limit(5)
+        .offset(2)
+    )
+    parts = compat.select_parts(statement)
+    assert len(parts.order_by) == 1 and len(parts.group_by) == 1
+    assert parts.distinct and parts.limit == 5 and parts.offset == 2 and parts.has_window
+    plain = compat.select_parts(select(Order))
+    assert plain.order_by == [] and plain.group_by == [] and not plain.distinct
+    assert plain.limit is None and plain.offset is None and not plain.has_window
+
+
+def test_for_update_is_seen() -> None:
+    assert compat.is_plain_select(select(Order))
+    assert not compat.is_plain_select(select(Order).with_for_update())
+
+
+def test_frozen_rows_round_trip() -> None:
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.execute(Order.__table__.insert(), [{"id": i, "customer": "c"} for i in (1, 2)])
+        frozen = session.execute(select(Order.id).order_by(Order.id)).freeze()
+        assert [tuple(r) for r in compat.frozen_rows(frozen)] == [(1,), (2,)]
+        result = compat.result_of(frozen, list(reversed(compat.frozen_rows(frozen))))
+        assert [r.id for r in result] == [2, 1]

@@ -1,0 +1,84 @@
+"""Every private Django API the adapter touches, in one place.
+
+A sharded QuerySet has to work below Django's public surface: it overrides QuerySet
+hooks (``_fetch_all``, ``_chain``, ``_clone`` ...), reads the query's limits and ordering,
+and names the iterable classes behind ``values()``/``values_list()``. Those names are not
+public and can change in any release; they are listed and reached here, so a new Django
+is checked in one place (``tests/django/test_compat.py`` fails on the first one missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.db.models import BooleanField
+from django.db.models.expressions import RawSQL
+from django.db.models.query import (
+    FlatValuesListIterable,
+    ModelIterable,
+    NamedValuesListIterable,
+    ValuesIterable,
+)
+
+__all__ = [
+    "PRIVATE_QUERYSET_API",
+    "PRIVATE_QUERY_API",
+    "FlatValuesListIterable",
+    "ModelIterable",
+    "NamedValuesListIterable",
+    "ValuesIterable",
+    "iterable_class",
+    "selected_names",
+    "where_sql",
+]
+
+#: QuerySet hooks and attributes the sharded QuerySet overrides or reads.
+PRIVATE_QUERYSET_API = (
+    "_chain",
+    "_clone",
+    "_fetch_all",
+    "_filter_or_exclude_inplace",
+    "_result_cache",
+    "_iterable_class",
+    "_fields",
+    "_db",
+    "_for_write",
+    "_add_hints",
+    "_insert",
+    "_raw_delete",
+    "_extract_model_params",
+)
+
+#: ``sql.Query`` attributes and methods the sharded QuerySet reads or calls.
+PRIVATE_QUERY_API = (
+    "low_mark",
+    "high_mark",
+    "set_limits",
+    "clear_limits",
+    "set_empty",
+    "order_by",
+    "default_ordering",
+    "standard_ordering",
+    "group_by",
+    "distinct",
+    "combinator",
+    "alias_map",
+)
+
+
+def iterable_class(queryset: models.QuerySet[Any]) -> type:
+    """What the QuerySet yields: models, dicts (``values()``), tuples or flat values."""
+    return queryset._iterable_class
+
+
+def selected_names(queryset: models.QuerySet[Any]) -> list[str]:
+    """The names given to ``values()``/``values_list()`` (empty: every field)."""
+    return list(queryset._fields or ())  # type: ignore[attr-defined]
+
+
+def where_sql(queryset: models.QuerySet[Any], sql: str) -> models.QuerySet[Any]:
+    """``queryset`` narrowed by a raw SQL condition (what ``extra(where=[...])`` did,
+    without the API Django plans to deprecate). The SQL goes through the driver's
+    %-formatting, so a modulo in it is written ``%%``."""
+    return queryset.filter(RawSQL(sql.replace("%", "%%"), (), output_field=BooleanField()))
