@@ -1,9 +1,10 @@
 """Plain dicts -> generators, shard maps and leases, with every key validated.
 
 One settings dict serves both ORMs: Django reads it from ``settings.UID_FIELDS`` and
-reports its problems as system checks; SQLAlchemy and plain Python hand it to
-``UidConfig``, which raises ``ConfigurationError`` naming the key. So a project with
-both ORMs declares its generators and shard maps once.
+reports its problems as system checks; both ORMs and plain Python build from it through
+``UidConfig``, which raises ``ConfigurationError`` naming the key (and, at a generator's
+first use, what the checks would refuse). So a project with both ORMs declares its
+generators and shard maps once.
 
 ``validate`` is pure: it reads the dict and the clock, builds layouts (plain values),
 and never makes a generator, so it never claims a lease or opens a connection. Every
@@ -23,7 +24,7 @@ from the ORM. The adapters inject a factory (``database_lease=``) with the signa
 """
 
 from .build import DatabaseLeaseFactory, Generator, build_generator
-from .front import Memo, UidConfig
+from .front import Memo, UidConfig, UnknownEntryError
 from .layouts import build_layout, layout_of, static_node
 from .problems import Problem, describe
 from .schema import KINDS, generator_problems, process_problems, process_safe, validate
@@ -44,6 +45,7 @@ __all__ = [
     "Memo",
     "Problem",
     "UidConfig",
+    "UnknownEntryError",
     "build_generator",
     "build_layout",
     "build_shard_map",

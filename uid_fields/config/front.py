@@ -1,21 +1,23 @@
 """The one front-end: ``UidConfig`` validates a settings dict once, then builds each
-generator and shard map once per name (``Memo``). Django's settings go through it too.
+generator and shard map once per name (``Memo``). Django's settings go through it too
+(``uid_fields.django.conf``), so what the system checks refuse is refused at first use
+in both ORMs, where no check runs (a WSGI worker).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..errors import ConfigurationError
 from ..placement import ShardMap
 from .build import DatabaseLeaseFactory, Generator, build_generator
-from .problems import describe
+from .problems import Problem, describe
 from .schema import process_problems, validate_all
 from .shard_maps import shard_map_of
 
-__all__ = ["Memo", "UidConfig"]
+__all__ = ["Memo", "UidConfig", "UnknownEntryError"]
 
 
 K = TypeVar("K")
@@ -44,8 +46,21 @@ class Memo(dict[K, V], Generic[K, V]):
         return value
 
 
+class UnknownEntryError(ConfigurationError, LookupError):
+    """A generator or shard map name the settings do not configure: a
+    ``ConfigurationError``, and a ``LookupError`` as Django's ``get_generator`` raised."""
+
+
+def _refusal(problems: Collection[Problem]) -> str:
+    """The message of a generator refused at first use: each problem with its key and the
+    system check that reports it (``manage.py check`` names the same)."""
+    return describe(
+        [Problem(p.path, f"{p.message} (check uid_fields.{p.code})", p.code) for p in problems]
+    )
+
+
 class UidConfig:
-    """Generators and shard maps from one settings dict, for SQLAlchemy and plain Python.
+    """Generators and shard maps from one settings dict, for both ORMs and plain Python.
 
     ``config = UidConfig(UID_FIELDS)`` validates the whole dict at once and raises
     ``ConfigurationError`` naming every wrong key. ``config.generator("orders")`` builds
@@ -54,6 +69,10 @@ class UidConfig:
     generator's ids. A ``{"lease": "database", "database": "<name>"}`` node value
     needs ``database_lease=``, for example
     ``uid_fields.sqlalchemy.lease_factory({"default": engine})``.
+
+    A generator whose Python-made ids would collide across processes (E016) is refused
+    at its first use, unless its name is in ``database_made``: generators whose ids
+    only a database makes (``database_default``), used here to decode and route them.
     """
 
     def __init__(
@@ -61,6 +80,7 @@ class UidConfig:
         settings: object,
         *,
         database_lease: DatabaseLeaseFactory | None = None,
+        database_made: Collection[str] = (),
     ) -> None:
         problems = validate_all(settings, now_ms=None, database_leases=database_lease is not None)
         if problems:
@@ -68,6 +88,7 @@ class UidConfig:
         assert isinstance(settings, Mapping)
         self.settings: Mapping[str, Any] = settings
         self._database_lease = database_lease
+        self._database_made = frozenset(database_made)
         self._generators: Memo[str, Generator] = Memo()
         self._shard_maps: Memo[tuple[str, str], ShardMap] = Memo()
 
@@ -76,25 +97,36 @@ class UidConfig:
         try:
             return entries[name]
         except KeyError:
-            raise ConfigurationError(
-                f"{section}.{name}: no such entry (configured: {sorted(entries)})"
+            what = "generator" if section == "GENERATORS" else "shard map"
+            raise UnknownEntryError(
+                f"{section}.{name}: no such entry (no {what} {name!r}; configured: "
+                f"{sorted(entries)})"
             ) from None
 
     def generator(self, name: str) -> Generator:
         """The process-wide generator of ``GENERATORS[name]``.
 
-        A sharded generator whose ids would collide across processes (E016) is refused:
-        built here it makes ids in Python.
+        ``UnknownEntryError`` for a name not configured. A sharded generator whose ids
+        would collide across processes (E016) is refused with a ``ConfigurationError``
+        naming the key and the check, at every call: built here it makes ids in Python.
         """
-        problems = process_problems(name, self._entry("GENERATORS", name))
-        if problems:
-            raise ConfigurationError(describe(problems))
-        return self._generators.build(
-            name,
-            lambda: build_generator(
-                name, self._entry("GENERATORS", name), database_lease=self._database_lease
-            ),
-        )
+        built = self._generators.get(name)
+        if built is not None:
+            return built
+
+        def make() -> Generator:
+            entry = self._entry("GENERATORS", name)
+            if name not in self._database_made:
+                problems = process_problems(name, entry)
+                if problems:
+                    raise ConfigurationError(_refusal(problems))
+            return build_generator(name, entry, database_lease=self._database_lease)
+
+        return self._generators.build(name, make)
+
+    def built_generator(self, name: str) -> Generator | None:
+        """The generator of ``name`` if it was built already; builds nothing."""
+        return self._generators.get(name)
 
     def shard_map(self, shards: str, generator: str) -> ShardMap:
         """The shard map ``SHARDS[shards]`` as the ids of generator ``generator`` route."""

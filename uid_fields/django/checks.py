@@ -34,7 +34,7 @@ from .. import config as core
 from ..config import Problem
 from ..sql.postgres import sql_identifier
 from .conf import conf
-from .fields import FIELD_CHECKS, UidField
+from .fields import FIELD_CHECKS, UidField, database_made_generators
 from .query import ShardedQuerySet
 from .routing import colocated, parent_link, sharded_pk
 
@@ -226,7 +226,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 )
             )
     errors.extend(_same_ids_errors(valid))
-    database_made = _database_made_only()
+    database_made = database_made_generators()
     for name, entry in valid.items():
         if name not in database_made:
             errors.extend(_error(p) for p in core.process_problems(name, entry))
@@ -242,18 +242,6 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 )
             )
     return errors
-
-
-def _database_made_only() -> set[str]:
-    """Generators that only decode ids a database makes (every field using them has
-    ``database_default=True``): no process makes their ids in Python."""
-    used: dict[str, bool] = {}
-    for model in apps.get_models():
-        for field in model._meta.local_fields:
-            if isinstance(field, UidField):
-                name = field.generator_name
-                used[name] = used.get(name, True) and field.database_default
-    return {name for name, only in used.items() if only}
 
 
 def _same_ids_errors(generators: Mapping[str, Mapping[str, Any]]) -> list[checks.CheckMessage]:

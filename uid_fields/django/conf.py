@@ -1,29 +1,31 @@
 """``settings.UID_FIELDS``, read lazily, and the objects built from it.
 
-The parsing and validation live in the core (``uid_fields.config``), shared with
-SQLAlchemy; this module only reads the setting at each access (so
-``override_settings`` works), keeps one generator per name per process (a generator per
-call would reset its sequence and repeat ids), forgets them when the setting changes,
-and gives the core Django's database leases.
+The parsing, validation and building live in the core's ``UidConfig``, shared with
+SQLAlchemy: this module holds one, made from the setting at first use and made again
+when the setting changes (so ``override_settings`` works), and gives it Django's
+database leases. So a generator is built once per name per process (a generator per
+call would reset its sequence and repeat ids), and what the system checks refuse is
+refused at first use too: a WSGI worker runs no checks, and a sharded generator E016
+refuses would issue the same ids in two workers.
 
-Reading never raises for a malformed setting: the accessors fall back to the defaults
-and the system checks report the mistake (``uid_fields.django.checks``). Building a
-generator or a shard map at runtime from a malformed entry raises
-``ConfigurationError``.
+Reading never raises for a malformed setting: the ``conf`` accessors fall back to the
+defaults and the system checks report the mistake (``uid_fields.django.checks``).
+Getting a generator or a shard map raises ``ConfigurationError`` naming the key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .. import config as core
-from ..config import Generator, Memo
-from ..errors import ConfigurationError
+from ..config import Generator, UidConfig
 from ..placement import ShardMap
 from .leases import database_lease
 
@@ -34,6 +36,7 @@ __all__ = [
     "get_generator",
     "get_shard_map",
     "shard_databases",
+    "uid_config",
 ]
 
 
@@ -82,8 +85,12 @@ class Settings:
 
 conf = Settings()
 
-_generators: Memo[str, Generator] = Memo()
-_shard_maps: Memo[tuple[str, str], ShardMap] = Memo()
+_config: UidConfig | None = None
+_config_lock = threading.Lock()
+
+#: The generators ``uid_config()`` returned, by name: what a field asks for each value
+#: it binds (``get_internal_type``) without going through the lock. Cleared with it.
+_generators: dict[str, Generator] = {}
 
 
 # Bumped whenever the settings change, so objects derived from the built generators and
@@ -93,11 +100,12 @@ _generation = 0
 
 @receiver(setting_changed)
 def _reset(setting: str, **kwargs: Any) -> None:
-    global _generation
+    global _config, _generation
     if setting == "UID_FIELDS":
-        _generators.clear()
-        _shard_maps.clear()
-        _generation += 1
+        with _config_lock:
+            _config = None
+            _generators.clear()
+            _generation += 1
 
 
 def settings_generation() -> int:
@@ -105,45 +113,67 @@ def settings_generation() -> int:
     return _generation
 
 
+#: Says which generators only a database makes ids for (every field using them has
+#: ``database_default=True``): ``uid_fields.django.fields`` adds its scan of the models,
+#: so this module needs no import of the fields (which import it).
+DATABASE_MADE: list[Callable[[], set[str]]] = []
+
+
+def uid_config() -> UidConfig:
+    """The core's ``UidConfig`` of ``settings.UID_FIELDS``, made at first use (never at
+    import, so ``manage.py`` commands start with any setting and the checks report it).
+
+    ``ConfigurationError`` for a setting the checks refuse, naming every wrong key.
+    """
+    global _config
+    config = _config
+    if config is None:
+        with _config_lock:
+            config = _config
+            if config is None:
+                # Before the models are loaded no field can say its ids are made by a
+                # database: nothing is exempt from E016 then.
+                made = (
+                    {name for scan in DATABASE_MADE for name in scan()}
+                    if apps.models_ready
+                    else set()
+                )
+                config = _config = UidConfig(
+                    getattr(settings, "UID_FIELDS", {}),
+                    database_lease=database_lease,
+                    database_made=made,
+                )
+    return config
+
+
 def build_generator(name: str, config: Mapping[str, Any]) -> Generator:
-    """A generator from its settings entry, with Django's database leases;
-    ``ConfigurationError`` names what is wrong."""
+    """A new generator from a settings entry, with Django's database leases (each call
+    builds one: the fields use ``get_generator``); ``ConfigurationError`` names what
+    is wrong."""
     return core.build_generator(name, config, database_lease=database_lease)
-
-
-def _entry(section: str, name: str) -> Mapping[str, Any]:
-    value = getattr(settings, "UID_FIELDS", {})
-    if not isinstance(value, Mapping):
-        raise ConfigurationError(f"UID_FIELDS must be a dict, got {type(value).__name__}")
-    entries = value.get(section, {})
-    if not isinstance(entries, Mapping):
-        raise ConfigurationError(f"UID_FIELDS.{section} must be a dict")
-    try:
-        return entries[name]  # type: ignore[no-any-return]
-    except KeyError:
-        raise LookupError(
-            f"no {'generator' if section == 'GENERATORS' else 'shard map'} {name!r} in "
-            f"UID_FIELDS[{section!r}] (configured: {sorted(entries)})"
-        ) from None
 
 
 def get_generator(name: str) -> Generator:
     """The generator that the settings name: ``UID_FIELDS["GENERATORS"][name]``.
 
     For code that makes ids outside a model; the fields use the same object. Built on
-    first use (claiming its leases then) and kept for the process.
+    first use (claiming its leases then) and kept for the process. A
+    ``ConfigurationError`` (a ``LookupError`` too for an unknown name) when the checks
+    would refuse it.
     """
-    return _generators.build(name, lambda: build_generator(name, _entry("GENERATORS", name)))
+    generator = _generators.get(name)
+    if generator is None:
+        generation = _generation
+        generator = uid_config().generator(name)
+        with _config_lock:
+            if generation == _generation:  # not one of a setting changed meanwhile
+                generator = _generators.setdefault(name, generator)
+    return generator
 
 
 def get_shard_map(shards: str, generator_name: str) -> ShardMap:
     """The shard map ``shards`` as the ids of ``generator_name`` route through it."""
-
-    def make() -> ShardMap:
-        config = _entry("SHARDS", shards)
-        return core.build_shard_map(config, get_generator(generator_name))
-
-    return _shard_maps.build((shards, generator_name), make)
+    return uid_config().shard_map(shards, generator_name)
 
 
 def shard_databases() -> set[str]:

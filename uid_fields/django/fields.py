@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django import forms
+from django.apps import apps
 from django.core import checks, exceptions
 from django.db import models
 from django.db.models.signals import post_init
@@ -35,12 +36,29 @@ __all__ = [
     "SnowflakeField",
     "UidField",
     "UniqIdField",
+    "database_made_generators",
 ]
 
 
 #: The system checks of a uid field. ``uid_fields.django.checks`` adds its own when the app
 #: is ready, so this module needs no import of the checks (which import the fields).
 FIELD_CHECKS: list[Callable[[UidField], list[checks.CheckMessage]]] = []
+
+
+def database_made_generators() -> set[str]:
+    """Generators whose ids only a database makes: every field using them has
+    ``database_default=True``, so no process makes their ids in Python. Check E016
+    skips them, and ``conf.uid_config()`` builds them (to decode and route ids)."""
+    used: dict[str, bool] = {}
+    for model in apps.get_models():
+        for field in model._meta.local_fields:
+            if isinstance(field, UidField):
+                name = field.generator_name
+                used[name] = used.get(name, True) and field.database_default
+    return {name for name, only in used.items() if only}
+
+
+conf.DATABASE_MADE.append(database_made_generators)
 
 
 class _Default:
