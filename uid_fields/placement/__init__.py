@@ -2,7 +2,8 @@
 
 Shard maps (``shards``), the routes that read a logical shard from an id (``routes``),
 shard keys and co-location (``keys``), the placement authority adapters call for every
-row (``authority``), ranges named by an attribute of the application (``key_ranges``)
+row (``authority``), the rule for ids a caller chose, on new objects and on stored rows
+(``new_objects``), ranges named by an attribute of the application (``key_ranges``)
 and the SQL range predicates of a shard (``predicates``). Built on ``uid_fields.ids``;
 knows no ORM and no settings.
 """
@@ -16,6 +17,7 @@ from .keys import (
     scaled_logical_shard,
     stamped_logical_shard,
 )
+from .new_objects import NewId, check_id_change, id_for_new_object, ids_for_new_objects
 from .routes import natural_route, route_fits, route_for
 from .shards import (
     ByDecimalServer,
@@ -35,11 +37,15 @@ __all__ = [
     "ByUniqIdDigit",
     "KeyHash",
     "KeyRanges",
+    "NewId",
     "Placement",
     "Route",
     "ShardMap",
     "allow_off_shard_writes",
+    "check_id_change",
     "colocated_logical_shard",
+    "id_for_new_object",
+    "ids_for_new_objects",
     "logical_shard_in",
     "natural_route",
     "normalize_shard_key",

@@ -2,7 +2,8 @@
 
 ShardedSession refuses ORM bulk inserts (it cannot route a list of rows), and a flush
 costs ~20 µs per object. This helper fills missing ids in batches (one generator lock
-per batch), groups the rows by the shard their id names, and runs one INSERT per shard.
+per batch), checks ids given with a shard key against it (the core's rule for new
+objects), groups the rows by the shard their id names, and runs one INSERT per shard.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from sqlalchemy import Table, insert, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError
 
-from ..errors import ShardKeyError, ShardRoutingError
+from ..errors import ShardRoutingError
+from ..placement import ids_for_new_objects
 from ..placement.shards import ShardMap
 from .routing import Router, TableRoute
 from .session import ShardedIdSession
@@ -36,23 +38,30 @@ def _table_of(entity: Any) -> Table:
 
 
 def _fill_ids(route: TableRoute, rows: list[dict[str, Any]]) -> None:
+    """Ids for the rows without one, and every row's id checked against its shard key,
+    by the core's rule for new objects (a row whose id disagrees with its key is
+    refused before anything is written)."""
     key, config = route.column.key, route.config
-    missing = [row for row in rows if row.get(key) is None]
-    if not missing:
-        return
-    if not config.client_side:
+    key_column = config.shard_key_column if config.shard_key is not None else None
+    given = [row.get(key) for row in rows]
+    if key_column is None and None not in given:
+        return  # ids to keep, and no key for them to disagree with
+    if None in given and not config.client_side:
         raise ShardRoutingError(
             f"{route.table.name}.{key} is made by the database; bulk_insert needs the ids"
         )
-    keys: list[Any] | None = None
-    if config.shard_key_column is not None:
-        keys = [row.get(config.shard_key_column) for row in missing]
-        if any(k is None for k in keys):
-            raise ShardKeyError(
-                f"row without {key} needs its shard key {config.shard_key_column!r}"
-            )
-    for row, value in zip(missing, route.placement.new_ids(len(missing), keys), strict=True):
-        row[key] = value
+    chosen = ids_for_new_objects(
+        route.placement,
+        given,
+        None if key_column is None else [row.get(key_column) for row in rows],
+        keyed=key_column is not None,
+        database_made=not config.client_side,
+        what=route.table.name,
+        key_name=key_column or "shard key",
+    )
+    for row, decided in zip(rows, chosen, strict=True):
+        if decided.made:
+            row[key] = decided.value
 
 
 def bulk_insert(

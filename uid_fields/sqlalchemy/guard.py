@@ -1,13 +1,16 @@
-"""Writes checked at the engine: an INSERT stores only rows whose ids name that engine.
+"""Writes checked at the engine: rows stored only where their ids name that engine.
 
 ``session.execute(insert(...))`` through a sharded session is refused, but Core code can
 still write through one engine (``engine.begin().execute(insert(Order), rows)``) and put
 rows where no routed read will find them. ``check_writes(engines)`` hooks each engine's
 ``before_cursor_execute``: after the column defaults made the ids, and before the driver
-runs the statement, every row's id (or parent id) must name the engine's shard, or the
-INSERT raises ``WrongShardError`` and nothing is written. ``sharded_session()`` installs
-it on its engines; ``uid_fields.placement.allow_off_shard_writes()`` lets a deliberate
-write through.
+runs the statement, every INSERTed row's id (or parent id) must name the engine's shard
+and agree with its shard key, and an UPDATE that sets an id (or parent id) must set one
+naming the engine's shard (the UPDATE leaves the row where it is); otherwise the
+statement raises ``WrongShardError`` and nothing is written. The rules are the core's
+(``uid_fields.placement.new_objects``). ``sharded_session()`` installs it on its
+engines; ``uid_fields.placement.allow_off_shard_writes()`` lets a deliberate write
+through.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from sqlalchemy import Table, event
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import WrongShardError
-from ..placement import ShardMap, off_shard_writes_allowed
-from .routing import Router
+from ..placement import ShardMap, check_id_change, id_for_new_object, off_shard_writes_allowed
+from .routing import Router, TableRoute
 
 __all__ = ["check_writes"]
 
@@ -37,7 +40,8 @@ _guards: weakref.WeakKeyDictionary[Engine, _Guard] = weakref.WeakKeyDictionary()
 
 
 def check_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = None) -> None:
-    """Refuse INSERTs through these engines of rows whose ids name another shard.
+    """Refuse INSERTs through these engines of rows whose ids name another shard (or
+    disagree with their shard keys), and UPDATEs that set ids naming another shard.
 
     ``engines`` maps shard names to engines as a sharded session does (the same names,
     the same optional ``shard_map``). Calling it again for an engine replaces its shard.
@@ -58,7 +62,10 @@ def _check(
     executemany: bool,
 ) -> None:
     guard = _guards.get(connection.engine)
-    if guard is None or context is None or not getattr(context, "isinsert", False):
+    if guard is None or context is None:
+        return
+    inserting = bool(getattr(context, "isinsert", False))
+    if not inserting and not getattr(context, "isupdate", False):
         return
     if off_shard_writes_allowed():
         return
@@ -69,11 +76,20 @@ def _check(
     route = guard.router.table_route(table)
     if route is None:
         return
+    rows = context.compiled_parameters or ()
+    if inserting:
+        _check_insert(guard, route, table, rows)
+    else:
+        _check_update(guard, route, table, rows)
+
+
+def _check_insert(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> None:
+    """Each row's id (or parent id) names this shard, and agrees with its shard key."""
     key = route.column.key
-    for row in context.compiled_parameters or ():
-        for name, value in row.items():
-            if value is None or (name != key and not name.startswith(f"{key}_m")):
-                continue
+    config = route.config
+    key_column = config.shard_key_column if not route.by_parent and config.shard_key else None
+    for row in rows:
+        for suffix, value in _values_of(row, key):
             expected = route.shard_of(value)
             if expected != guard.shard:
                 raise WrongShardError(
@@ -84,3 +100,56 @@ def _check(
                     database=guard.shard,
                     expected=expected,
                 )
+            shard_key = None if key_column is None else _value_at(row, key_column, suffix)
+            if shard_key is not None:
+                id_for_new_object(  # the core's rule: refuses an id its key disagrees with
+                    route.placement,
+                    value,
+                    shard_key,
+                    keyed=True,
+                    database_made=not config.client_side,
+                    what=table.name,
+                    key_name=key_column or "shard key",
+                )
+
+
+def _check_update(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> None:
+    """An UPDATE that sets the id (or the parent id) sets one naming this shard.
+
+    SQLAlchemy names the SET clause's parameter of a column after the column's key (the
+    WHERE clause's get other names, and a ``bindparam()`` may not take that one), so
+    the new values are found by name; an id set to an SQL expression is not seen.
+    """
+    key = route.column.key
+    for row in rows:
+        value = row.get(key)
+        if value is not None:
+            check_id_change(
+                route.placement,
+                value,
+                guard.shard,
+                what=f"{table.name} row",
+                name=key,
+            )
+
+
+def _values_of(row: Mapping[str, Any], column: str) -> list[tuple[str, Any]]:
+    """(suffix, value) of each value ``row`` holds for ``column``: the column's key, or,
+    in a multi-row VALUES, the key with ``_m<row>`` appended."""
+    found = []
+    for name, value in row.items():
+        if value is None or not name.startswith(column):
+            continue
+        suffix = name[len(column) :]
+        if suffix == "" or (suffix.startswith("_m") and suffix[2:].isdigit()):
+            found.append((suffix, value))
+    return found
+
+
+def _value_at(row: Mapping[str, Any], column: str, suffix: str) -> Any:
+    """The value of ``column`` in the same VALUES row as a value named with ``suffix``
+    (the first row's values may be named with or without ``_m0``)."""
+    if suffix in ("", "_m0"):
+        value = row.get(column)
+        return value if value is not None else row.get(f"{column}_m0")
+    return row.get(f"{column}{suffix}")

@@ -3,7 +3,8 @@
 One listener on every mapper's construction looks for uid columns and installs, for
 that class only: an ``init`` hook that assigns ids before ``__init__`` runs, a ``set``
 hook on the shard key (the id carries the key's shard, so it is made when the key is
-known), and a ``<attribute>_parts`` descriptor that decodes the id.
+known, and made again when the key changes while the id is still the field's own, never
+when the caller chose it), and a ``<attribute>_parts`` descriptor that decodes the id.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from sqlalchemy.orm import Mapper
 from sqlalchemy.sql.schema import Column
 
 from ..errors import ShardKeyError
+from ..placement import id_for_new_object
 from .fields import INFO_KEY, FieldConfig
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
-__all__ = ["PartsAttribute", "uid_columns"]
+__all__ = ["PartsAttribute", "made_by_field", "set_made_id", "uid_columns"]
+
+# Key of ``InstanceState.info``: the ids uid fields made for a new object, by attribute.
+_MADE = "uid_fields_made"
 
 
 class PartsAttribute:
@@ -105,18 +110,41 @@ def _on_shard_key_set(id_key: str, config: FieldConfig) -> Callable[..., None]:
         current = state.dict.get(id_key)
         if current is None and state.key is not None:
             current = getattr(target, id_key)  # expired after a commit: reload it
-        fits = current is not None and placement.fits_key(current, value)
         if state.key is not None:
-            if current is not None and not fits:
+            if current is not None and not placement.fits_key(current, value):
                 raise ShardKeyError(
                     f"{config.shard_key}={value!r} would move this row to another logical "
                     "shard; rows cannot change shards (create a new row instead)"
                 )
             return
-        if not fits:
-            setattr(target, id_key, placement.new_id(value))
+        if current is not None and not made_by_field(target, id_key, current):
+            return  # the caller's id: the session checks it against the key, by its map
+        chosen = id_for_new_object(
+            placement,
+            current,
+            value,
+            keyed=True,
+            ours=True,
+            what=type(target).__name__,
+            key_name=config.shard_key or "shard key",
+        )
+        if chosen.made:
+            set_made_id(target, id_key, chosen.value)
 
     return shard_key_set
+
+
+def set_made_id(target: Any, key: str, value: Any) -> None:
+    """Give ``target`` an id the field made, remembered as the field's own: unlike an id
+    the caller chose, it is made again when the shard key changes before the insert."""
+    setattr(target, key, value)
+    inspect(target).info.setdefault(_MADE, {})[key] = value
+
+
+def made_by_field(target: Any, key: str, value: Any) -> bool:
+    """Whether ``value`` is the id the field made for ``target`` (not the caller's)."""
+    made: dict[str, Any] = inspect(target).info.get(_MADE, {})
+    return key in made and made[key] == value
 
 
 @event.listens_for(Mapper, "after_mapper_constructed")
