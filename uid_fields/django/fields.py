@@ -20,10 +20,9 @@ from django.db import models
 from django.db.models.signals import post_init
 from django.utils.translation import gettext_lazy as _
 
-from ..errors import ShardKeyError
 from ..ids.generators import DecimalGenerator
 from ..ids.layouts import IntLayout, coerce_id
-from ..placement import Placement, ShardMap
+from ..placement import Placement, ShardMap, id_for_new_object
 from . import conf
 from .functions import NextId
 
@@ -205,28 +204,35 @@ class UidField(models.Field):  # type: ignore[type-arg]
     def fill(self, instance: models.Model) -> Any:
         """Make sure ``instance`` has an id (when it can have one) and return it.
 
-        An id this field made for a new object whose shard key has changed since is
-        made again, so the row follows its key (a stored id never changes).
+        The core decides (``uid_fields.placement.id_for_new_object``), as it does for
+        SQLAlchemy: a new object without an id gets one from its shard key (or by the
+        keyless choice); an id this field made for a key that has changed since is made
+        again, so the row follows its key; an id the caller gave is kept when its key
+        agrees, and refused with ``WrongShardError`` when not (stored on the id's
+        database, ``filter(owner_id=...)`` would never find it), unless inside
+        ``allow_off_shard_writes()``. A stored row's id is never replaced.
         """
         value = getattr(instance, self.attname)
-        if self.shard_key and value is not None and self._stale_for_key(instance, value):
-            value = None
-        if (value is None or _is_db_default(value)) and not self.database_default:
-            value = self.generate(instance)
-            if value is None:
-                raise ShardKeyError(
-                    f"{type(instance).__name__}.{self.shard_key} must be set before the "
-                    f"object is saved: it picks the shard of {self.name}"
-                )
-            setattr(instance, self.attname, value)
-            _made(instance)[self.attname] = value
-        return value
-
-    def _stale_for_key(self, instance: models.Model, value: Any) -> bool:
-        if not instance._state.adding or _made(instance).get(self.attname) != value:
-            return False  # stored, or chosen by the caller: never replaced
-        key = self.shard_key_value(instance)
-        return key is not None and not self.placement.fits_key(value, key)
+        missing = value is None or _is_db_default(value)
+        if missing and self.database_default:
+            return value  # the database makes it
+        if not missing and (not self.shard_key or not instance._state.adding):
+            return value  # no key for it to disagree with, or a stored row's
+        key_name = self.shard_key_field().attname if self.shard_key else "shard key"
+        chosen = id_for_new_object(
+            self.placement,
+            None if missing else value,
+            self.shard_key_value(instance) if self.shard_key else None,
+            keyed=bool(self.shard_key),
+            ours=not missing and _made(instance).get(self.attname) == value,
+            database_made=self.database_default,
+            what=type(instance).__name__,
+            key_name=key_name,
+        )
+        if chosen.made:
+            setattr(instance, self.attname, chosen.value)
+            _made(instance)[self.attname] = chosen.value
+        return chosen.value
 
     # -- Django hooks --------------------------------------------------------------------
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:

@@ -8,7 +8,7 @@ default the id, which for these ids is creation time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
@@ -20,9 +20,10 @@ from django.db.models.query import (
     ModelIterable,
 )
 
-from ..errors import ShardKeyError, ShardRoutingError
+from ..errors import ShardRoutingError
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField, _is_db_default
+from .new_objects import fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
 from .twophase import two_phase_atomic
@@ -376,11 +377,28 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         }
 
     def update(self, **kwargs: Any) -> int:
+        self._refuse_id_moves(kwargs)
         if not self._is_fanout():
             return super().update(**kwargs)
         if self.query.is_sliced:
             raise TypeError("Cannot update a query once a slice has been taken.")
         return sum(self._for_alias(a).update(**kwargs) for a in self._shard_aliases or ())
+
+    def _refuse_id_moves(self, kwargs: dict[str, Any]) -> None:
+        """Before an UPDATE runs: a new id must name each database it runs on (the rows
+        stay where they are; the core's ``check_id_change`` decides)."""
+        field = self._sharded_field
+        if field is None or field.shard_map is None:
+            return
+        new_ids = new_ids_in(field, kwargs)
+        if not new_ids:
+            return
+        if self._is_fanout():
+            aliases = self._shard_aliases or ()
+        else:
+            self._for_write = True  # as update() does: the database writes go to
+            aliases = (self.primary_db,)
+        refuse_id_moves(field, new_ids, aliases)
 
     def delete(self) -> tuple[int, dict[str, int]]:
         if not self._is_fanout():
@@ -522,7 +540,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         """
         objs = list(objs)
         field = self._sharded_field
-        _fill_ids(objs)
+        fill_ids(objs)
         if field is None and parent_link(self.model) is None:
             return super().bulk_create(objs, *args, **kwargs)
         groups: dict[str, list[Any]] = {}
@@ -560,31 +578,6 @@ def sharded_atomic(
         for alias in dict.fromkeys(aliases):
             stack.enter_context(transaction.atomic(using=alias, savepoint=savepoint))
         yield
-
-
-def _fill_ids(objs: Sequence[models.Model]) -> None:
-    """Ids for objects that have none, fetched in one batch where the generator allows."""
-    if not objs:
-        return
-    field = type(objs[0])._meta.pk
-    if not isinstance(field, UidField) or field.database_default:
-        return
-    for obj in objs:
-        if field.shard_key and getattr(obj, field.attname) is not None:
-            field.fill(obj)  # re-makes an id whose shard key changed since construction
-    missing = [o for o in objs if getattr(o, field.attname) is None]
-    if not missing:
-        return
-    keys: list[Any] | None = None
-    if field.shard_key:
-        keys = [field.shard_key_value(o) for o in missing]
-        if any(key is None for key in keys):
-            raise ShardKeyError(
-                f"{field.model.__name__}.{field.shard_key} must be set before the objects "
-                f"are saved: it picks the shard of {field.name}"
-            )
-    for obj, value in zip(missing, field.placement.new_ids(len(missing), keys), strict=True):
-        setattr(obj, field.attname, value)
 
 
 def _fetch_database_ids(field: UidField, alias: str, objs: list[models.Model]) -> None:

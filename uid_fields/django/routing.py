@@ -123,7 +123,8 @@ def _follower_database(instance: models.Model, link: Any) -> str:
 
 
 def _placed_or_none(instance: models.Model) -> str | None:
-    """The database of a new row, or None while its shard key is missing or invalid.
+    """The database of a new row, or None while its shard key is missing or invalid, or
+    disagrees with the id the caller gave.
 
     Validation asks the router too (``full_clean()`` validating constraints, a ModelForm's
     ``is_valid()``): a missing key must become the form's "This field is required.", not
@@ -131,7 +132,7 @@ def _placed_or_none(instance: models.Model) -> str | None:
     """
     try:
         return database_for_instance(instance)
-    except ShardKeyError:
+    except (ShardKeyError, WrongShardError):
         return None
 
 

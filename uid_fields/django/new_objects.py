@@ -1,0 +1,82 @@
+"""The core's rules for ids a caller chose, applied to Django's batch paths.
+
+``bulk_create`` gives every object its id by ``uid_fields.placement.ids_for_new_objects``
+(the batch form of the rule ``UidField.fill`` applies to one object), and
+``QuerySet.update(id=...)`` asks ``check_id_change`` for each database it runs on. The
+rules themselves live in the core, shared with SQLAlchemy; this module only reads the
+objects and the update's arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db import models
+
+from ..placement import check_id_change, ids_for_new_objects
+from .fields import UidField, _made
+
+__all__ = ["fill_ids", "new_ids_in", "refuse_id_moves"]
+
+
+def fill_ids(objs: Sequence[models.Model]) -> None:
+    """Every object's id by the core's rule for new objects, for the whole batch at once.
+
+    Every object is checked before any id is made, so an explicit id that disagrees
+    with its shard key is refused (``WrongShardError``) and nothing is inserted; ids the
+    field made for a key changed since are made again; missing ids are made with one
+    generator call per logical shard.
+    """
+    if not objs:
+        return
+    field = type(objs[0])._meta.pk
+    if not isinstance(field, UidField) or field.database_default:
+        return
+    given = [getattr(obj, field.attname) for obj in objs]
+    if not field.shard_key and None not in given:
+        return  # ids to keep, and no key for them to disagree with
+    keys: list[Any] | None = None
+    ours: list[bool] | None = None
+    if field.shard_key:
+        keys = [field.shard_key_value(obj) for obj in objs]
+        ours = [
+            value is not None and _made(obj).get(field.attname) == value
+            for obj, value in zip(objs, given, strict=True)
+        ]
+    chosen = ids_for_new_objects(
+        field.placement,
+        given,
+        keys,
+        keyed=bool(field.shard_key),
+        ours=ours,
+        what=field.model.__name__,
+        key_name=field.shard_key_field().attname if field.shard_key else "shard key",
+    )
+    for obj, decided in zip(objs, chosen, strict=True):
+        if decided.made:
+            setattr(obj, field.attname, decided.value)
+            _made(obj)[field.attname] = decided.value
+
+
+def new_ids_in(field: UidField, kwargs: Mapping[str, Any]) -> list[Any]:
+    """The ids an ``update(**kwargs)`` sets the sharded id field to (as Python values).
+
+    An id set to an SQL expression (``F("id") + 1``) cannot be known before it runs and
+    is not returned, as the SQLAlchemy write guard does not see one either.
+    """
+    names = ("pk", field.name, field.attname)
+    return [
+        field.to_python(value)
+        for name, value in kwargs.items()
+        if name in names and value is not None and not hasattr(value, "resolve_expression")
+    ]
+
+
+def refuse_id_moves(field: UidField, new_ids: Iterable[Any], aliases: Iterable[str]) -> None:
+    """Refuse an UPDATE that would give rows on ``aliases`` an id naming another database:
+    the rows stay where they are, where no read by the new id looks."""
+    databases = tuple(aliases)
+    for value in new_ids:
+        for alias in databases:
+            check_id_change(field.placement, value, alias, what=field.model.__name__)
