@@ -18,7 +18,7 @@ from uid_fields import (
 )
 from uid_fields._internal.hashing import mix64
 from uid_fields.config import build_shard_map, replicas_of, shard_map_problems
-from uid_fields.ids.layouts import DECIMAL
+from uid_fields.ids.layouts import DECIMAL, SnowflakeLayout
 from uid_fields.placement import (
     ByDecimalServer,
     ByField,
@@ -179,3 +179,49 @@ def test_a_map_names_read_replicas_per_database_in_either_form() -> None:
     assert [p.code for p in shard_map_problems("main", wrong)] == ["E014"]
     itself = {"databases": ["shard_0", "shard_1"], "replicas": {"shard_1": ["shard_0"]}}
     assert "not a replica" in shard_map_problems("main", itself)[0].message
+
+
+# -- the size of a map is bounded ------------------------------------------------------------
+
+
+class WideRoute:
+    """A route over ``logical_shards`` logical shards, as a wide node field would give."""
+
+    def __init__(self, logical_shards: int) -> None:
+        self.logical_shards = logical_shards
+
+    def logical_shard(self, value: object) -> int:
+        return 0
+
+
+def test_the_largest_routes_the_package_builds_fit_a_map() -> None:
+    from uid_fields.ids.layouts import SONYFLAKE
+    from uid_fields.placement import shards
+
+    assert shards.MAX_LOGICAL_SHARDS == 2**16
+    # Sonyflake's 16-bit machine field is the widest node field of any preset
+    machine = ShardMap(["a", "b"], route=ByField(SONYFLAKE, "machine"))
+    assert machine.logical_shards == 2**16 and machine.database(2**16 - 1) == "b"
+    assert ShardMap(route=ByModulo(2**16), ranges={"a": (0, 2**16)}).databases == ("a",)
+    assert ShardMap(DBS, route=ByField(INSTAGRAM)).logical_shards == 8192
+
+
+@pytest.mark.parametrize("total", [2**16 + 1, 10**8, 3_978_134_014, 2**40])
+def test_a_map_refuses_more_logical_shards_than_it_holds_before_allocating(total: int) -> None:
+    import tracemalloc
+
+    wide = SnowflakeLayout(epoch_ms=0, time_bits=20, fields=(("node", 40),), sequence_bits=2)
+    routes = [WideRoute(total), ByModulo(total)] + (
+        [ByField(wide, "node")] if total == 2**40 else []
+    )
+    for route in routes:
+        tracemalloc.start()
+        try:
+            with pytest.raises(ValueError, match=r"65536 logical shards"):
+                ShardMap(["a", "b"], route=route)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1 << 20, f"{peak} bytes allocated before refusing {total} logical shards"
+        with pytest.raises(ValueError, match=r"65536 logical shards"):
+            ShardMap(route=route, ranges={"a": (0, total)})

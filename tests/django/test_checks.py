@@ -10,7 +10,11 @@ from django.conf import settings
 from django.core import checks
 from django.db import models
 from django.test.utils import isolate_apps, override_settings
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
+from tests.settings_values import GENERATOR_ENTRY, SHARD_MAP_ENTRY, WORDS, json_like
 from uid_fields.django import ShardedBigIntField, ShardedManager, SnowflakeField
 from uid_fields.django.checks import check_managers, check_settings, manager_errors
 
@@ -418,3 +422,70 @@ def test_generic_relations_touching_sharded_rows_are_e019() -> None:
     found = [(e.id, e.obj.name) for e in relation_errors([Sticker, Board])]
     assert ("uid_fields.E019", "target") in found and ("uid_fields.E019", "stickers") in found
     assert not [e for e in relation_errors([Sticker]) if e.id == "uid_fields.E019"]
+
+
+# -- any value at all: check messages, never an exception ------------------------------------
+
+
+def every_check() -> list[checks.CheckMessage]:
+    """check_settings and the checks of every uid field of the test project."""
+    from django.apps import apps
+
+    from uid_fields.django.fields import UidField
+
+    messages = list(check_settings())
+    for model in apps.get_models():
+        for field in model._meta.local_fields:
+            if isinstance(field, UidField):
+                messages += field.check()
+    return messages
+
+
+@pytest.mark.parametrize(
+    ("generators", "shards", "path"),
+    [
+        ({"photos": {"shard_field": {}}}, {}, "GENERATORS.photos.shard_field"),
+        ({"photos": {"shard_field": [5, 3]}}, {}, "GENERATORS.photos.shard_field"),
+        ({"default": {"fields": {"worker": {"lease": []}}}}, {}, "GENERATORS.default.fields"),
+        ({"legacy": {"epoch": 2**63}}, {}, "GENERATORS.legacy.epoch"),
+        ({"default": {"epoch": "9999-12-31T23:59:59-14:00"}}, {}, "GENERATORS.default.epoch"),
+        ({}, {"logical_shards": 3_978_134_014}, "SHARDS.main.logical_shards"),
+    ],
+)
+def test_a_malformed_value_is_a_check_error_at_its_key(
+    generators: dict[str, dict[str, Any]], shards: dict[str, Any], path: str
+) -> None:
+    config = uid_settings()
+    for name, changes in generators.items():
+        config["GENERATORS"][name].update(changes)
+    config["SHARDS"]["main"].update(shards)
+    with override_settings(UID_FIELDS=config):
+        messages = every_check()
+    assert any(m.id in ("uid_fields.E004", "uid_fields.E005", "uid_fields.E014") for m in messages)
+    assert any(f"UID_FIELDS.{path}" in m.msg for m in messages), [m.msg for m in messages]
+
+
+def test_a_field_of_an_unknown_generator_among_keys_of_any_type() -> None:
+    generators = {**settings.UID_FIELDS["GENERATORS"], 1: {"kind": "snowflake"}, None: {}}
+    del generators["events"]
+    with override_settings(UID_FIELDS=uid_settings(GENERATORS=generators, SHARDS={2: {}})):
+        found = ids(every_check())
+    assert {"uid_fields.E001", "uid_fields.E014"} <= found
+
+
+@hyp_settings(max_examples=60)
+@given(
+    json_like(16)
+    | st.dictionaries(st.sampled_from(WORDS[:4]), json_like(16))
+    | st.builds(
+        lambda entry: uid_settings(
+            GENERATORS={**settings.UID_FIELDS["GENERATORS"], "photos": entry}
+        ),
+        GENERATOR_ENTRY,
+    )
+    | st.builds(lambda entry: uid_settings(SHARDS={"main": entry}), SHARD_MAP_ENTRY)
+)
+def test_any_uid_fields_value_gives_check_messages_never_an_exception(value: object) -> None:
+    with override_settings(UID_FIELDS=value):
+        messages = every_check()
+    assert all(isinstance(m, checks.CheckMessage) for m in messages)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._internal.timeutil import parse_instant
+from .._internal.timeutil import parse_epoch
+from .._internal.validate import shown
 from ..ids.layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 
 DEFAULT_LAYOUT = {"snowflake": "twitter", "sharded": "instagram", "decimal": "decimal"}
@@ -25,6 +26,14 @@ LAYOUT_KEYS: dict[type[IntLayout], frozenset[str]] = {
 }
 
 
+def shard_field_of(entry: Mapping[str, Any]) -> str | None:
+    """The field a sharded entry's ids carry their shard in (``shard`` unless named);
+    None when ``shard_field`` is no string, which validation reports: it is compared
+    with field names, and a list or a dict would raise TypeError in a set or dict."""
+    field = entry.get("shard_field", "shard")
+    return field if isinstance(field, str) else None
+
+
 def node_fields(kind: str, entry: Mapping[str, Any], layout: IntLayout | None) -> set[str]:
     """The node fields a generator of this entry takes a value for."""
     if kind == "decimal":
@@ -32,7 +41,7 @@ def node_fields(kind: str, entry: Mapping[str, Any], layout: IntLayout | None) -
     if isinstance(layout, SnowflakeLayout):
         names = set(layout.field_names)
         if kind == "sharded":
-            names.discard(entry.get("shard_field", "shard"))
+            names.discard(shard_field_of(entry) or "")
         return names
     return set()
 
@@ -48,7 +57,9 @@ def build_layout(config: Mapping[str, Any], kind: str | None = None) -> IntLayou
         try:
             layout = PRESETS[spec]
         except KeyError:
-            raise ValueError(f"unknown layout {spec!r}; choose one of {sorted(PRESETS)}") from None
+            raise ValueError(
+                f"unknown layout {shown(spec)}; choose one of {sorted(PRESETS)}"
+            ) from None
     elif isinstance(spec, Mapping):
         params = dict(spec)
         params.setdefault("epoch_ms", 0)
@@ -58,10 +69,10 @@ def build_layout(config: Mapping[str, Any], kind: str | None = None) -> IntLayou
         cls = DecimalLayout if kind == "decimal" else SnowflakeLayout
         layout = cls(**params)
     else:
-        raise TypeError(f"layout must be a name or a dict of layout parameters, got {spec!r}")
+        raise TypeError(f"layout must be a name or a dict of layout parameters, got {shown(spec)}")
     changes: dict[str, Any] = {}
     if "epoch" in config:
-        changes["epoch_ms"] = parse_instant(config["epoch"])
+        changes["epoch_ms"] = parse_epoch(config["epoch"])
     if "unsigned" in config:
         changes["unsigned"] = bool(config["unsigned"])
     return layout.replace(**changes) if changes else layout

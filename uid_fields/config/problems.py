@@ -5,9 +5,11 @@ report that collects them. Validation never raises; callers decide what a proble
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .._internal.validate import shown
 
 E_SHARD_MAP = "E004"
 
@@ -45,8 +47,20 @@ def describe(problems: Collection[Problem]) -> str:
     )
 
 
+def key_text(key: object) -> str:
+    """A key of a settings dict as a path segment: a string as it is, anything else
+    (an int, None, a tuple, an int too long to print) as ``shown`` writes it."""
+    return key if isinstance(key, str) else shown(key)
+
+
 def key_path(path: str, key: object) -> str:
-    return f"{path}.{key}" if path else str(key)
+    return f"{path}.{key_text(key)}" if path else key_text(key)
+
+
+def key_names(keys: Iterable[object]) -> list[str]:
+    """Keys of any types, as sorted text: ``sorted()`` of the keys themselves raises
+    TypeError when a dict mixes str and int keys."""
+    return sorted(key_text(key) for key in keys)
 
 
 def type_name(value: object) -> str:
@@ -54,6 +68,14 @@ def type_name(value: object) -> str:
 
 
 class Report:
+    """The problems found so far, and the checks that find them.
+
+    Every check here takes any value at all (settings are arbitrary data) and reports
+    instead of raising: values are compared with ``==`` after an ``isinstance``, never
+    looked up in a dict or set, where a list or a dict raises ``TypeError: unhashable``;
+    messages quote them with ``shown``, which never raises.
+    """
+
     def __init__(self) -> None:
         self.problems: list[Problem] = []
 
@@ -63,25 +85,50 @@ class Report:
     def mapping(self, path: str, value: object, what: str) -> Mapping[Any, Any] | None:
         if isinstance(value, Mapping):
             return value
-        self.add(path, f"{what} must be a dict, got {type_name(value)} {value!r}", E_TYPE)
+        self.add(path, f"{what} must be a dict, got {type_name(value)} {shown(value)}", E_TYPE)
         return None
 
     def keys(self, path: str, config: Mapping[Any, Any], allowed: Collection[str]) -> None:
         for key in config:
-            if key in allowed:
+            if isinstance(key, str) and key in allowed:
                 continue
-            near = difflib.get_close_matches(str(key), list(allowed), n=1)
+            near = difflib.get_close_matches(key_text(key), list(allowed), n=1)
             hint = f"; did you mean {near[0]!r}?" if near else f"; allowed: {sorted(allowed)}"
-            self.add(key_path(path, key), f"unknown key {key!r}{hint}", E_UNKNOWN_KEY)
+            self.add(key_path(path, key), f"unknown key {shown(key)}{hint}", E_UNKNOWN_KEY)
 
     def flag(self, path: str, value: object) -> None:
         if not isinstance(value, bool):
-            self.add(path, f"must be True or False, got {value!r}", E_TYPE)
+            self.add(path, f"must be True or False, got {shown(value)}", E_TYPE)
 
     def text(self, path: str, value: object, what: str = "a string") -> bool:
         if isinstance(value, str) and value:
             return True
-        self.add(path, f"must be {what}, got {value!r}", E_TYPE)
+        self.add(path, f"must be {what}, got {shown(value)}", E_TYPE)
+        return False
+
+    def choice(
+        self,
+        path: str,
+        value: object,
+        choices: Collection[str],
+        code: str,
+        what: str = "",
+    ) -> bool:
+        """Whether ``value`` is one of the names ``choices``; a problem otherwise.
+
+        The one check for every option that names something (a kind, a preset, a hash,
+        a lease, a mode, a language): anything but a string is a type problem (E014),
+        whatever its type, and is never used as a dict key or set member, where an
+        unhashable value raises ``TypeError``; an unknown string is ``code``. ``what``
+        words the rule ("must be 'redis' or 'database'"; by default the list).
+        """
+        if isinstance(value, str) and value in choices:
+            return True
+        rule = what or f"must be one of {list(choices)}"
+        if isinstance(value, str):
+            self.add(path, f"{rule}, got {shown(value)}", code)
+        else:
+            self.add(path, f"{rule} (a string), got {shown(value)}", E_TYPE)
         return False
 
     def call(self, path: str, code: str, checker: Callable[[], object]) -> bool:

@@ -10,17 +10,30 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._internal import validate as check
-from .._internal.timeutil import format_ms, parse_instant
+from .._internal.timeutil import format_ms, parse_epoch
+from .._internal.validate import shown
 from ..ids.layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 from ..ids.leases.state import check_ttl
 from ..ids.locality import mac_bits
+from ..ids.sequences import MAX_KEY_TTL_MS
 from ..ids.sequences import MODES as SEQUENCE_MODES
 from ..sql.postgres import LANGUAGES as NEXT_ID_LANGUAGES
-from .layouts import DEFAULT_LAYOUT, LAYOUT_KEYS, build_layout, node_fields
-from .problems import E_GENERATOR, E_PROCESSES, E_TYPE, Problem, Report, key_path, type_name
+from .layouts import DEFAULT_LAYOUT, LAYOUT_KEYS, build_layout, node_fields, shard_field_of
+from .problems import (
+    E_GENERATOR,
+    E_PROCESSES,
+    E_TYPE,
+    Problem,
+    Report,
+    key_names,
+    key_path,
+    type_name,
+)
 from .shard_maps import shard_map_problems
 
 KINDS = ("snowflake", "sharded", "decimal", "locality", "uniqid")
+
+KEY_HASHES = ("modulo", "mixed")
 
 
 #: The top-level keys and the type each value must have.
@@ -104,17 +117,21 @@ def generator_problems(
     report = Report()
     path = key_path("GENERATORS", name)
     if not isinstance(name, str) or not name:
-        report.add(path, f"generator names must be non-empty strings, got {name!r}", E_TYPE)
-    entry = report.mapping(path, config, f"generator {name!r}")
+        report.add(path, f"generator names must be non-empty strings, got {shown(name)}", E_TYPE)
+    entry = report.mapping(path, config, f"generator {shown(name)}")
     if entry is None:
         return report.problems
     kind = entry.get("kind")
-    if kind not in KINDS:
-        wrong = "is required" if "kind" not in entry else f"got {kind!r}"
+    if "kind" not in entry:
         report.add(
-            key_path(path, "kind"), f"kind must be one of {list(KINDS)}; {wrong}", E_GENERATOR
+            key_path(path, "kind"), f"kind must be one of {list(KINDS)}; is required", E_GENERATOR
         )
         return report.problems
+    if not report.choice(
+        key_path(path, "kind"), kind, KINDS, E_GENERATOR, f"kind must be one of {list(KINDS)}"
+    ):
+        return report.problems
+    assert isinstance(kind, str)  # one of KINDS
     report.keys(path, entry, GENERATOR_KEYS[kind])
     if "max_backward_ms" in entry:
         report.call(
@@ -128,11 +145,11 @@ def generator_problems(
             E_TYPE,
             lambda: check.integer("max_ahead_ms", entry["max_ahead_ms"], 1, 10**12),
         )
-    language = entry.get("next_id_language", NEXT_ID_LANGUAGES[0])
-    if language not in NEXT_ID_LANGUAGES:
-        report.add(
+    if "next_id_language" in entry:
+        report.choice(
             key_path(path, "next_id_language"),
-            f"must be one of {list(NEXT_ID_LANGUAGES)}, got {language!r}",
+            entry["next_id_language"],
+            NEXT_ID_LANGUAGES,
             E_GENERATOR,
         )
     layout = None
@@ -203,20 +220,22 @@ def _sequence_problems(report: Report, path: str, spec: object) -> None:
     report.keys(path, entry, SEQUENCE_KEYS)
     url = entry.get("redis")
     if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
-        report.add(key_path(path, "redis"), f"a redis:// URL is required, got {url!r}", E_TYPE)
+        report.add(key_path(path, "redis"), f"a redis:// URL is required, got {shown(url)}", E_TYPE)
     if "key_ttl_ms" in entry:
         report.call(
             key_path(path, "key_ttl_ms"),
             E_TYPE,
-            lambda: check.integer("key_ttl_ms", entry["key_ttl_ms"], 1),
+            lambda: check.integer("key_ttl_ms", entry["key_ttl_ms"], 1, MAX_KEY_TTL_MS),
         )
     if "prefix" in entry and not isinstance(entry["prefix"], str):
         report.add(key_path(path, "prefix"), "prefix must be a string", E_TYPE)
-    if "mode" in entry and entry["mode"] not in SEQUENCE_MODES:
-        report.add(
+    if "mode" in entry:
+        report.choice(
             key_path(path, "mode"),
-            f"mode must be one of {', '.join(SEQUENCE_MODES)}, got {entry['mode']!r}",
+            entry["mode"],
+            SEQUENCE_MODES,
             E_TYPE,
+            f"mode must be one of {', '.join(SEQUENCE_MODES)}",
         )
 
 
@@ -235,17 +254,17 @@ def _layout_problems(
         if spec not in PRESETS:
             report.add(
                 key_path(path, "layout"),
-                f"unknown layout {spec!r}; choose one of {sorted(PRESETS)}",
+                f"unknown layout {shown(spec)}; choose one of {sorted(PRESETS)}",
                 E_GENERATOR,
             )
     else:
         report.add(
             key_path(path, "layout"),
-            f"layout must be a preset name or a dict of layout parameters, got {spec!r}",
+            f"layout must be a preset name or a dict of layout parameters, got {shown(spec)}",
             E_TYPE,
         )
     if "epoch" in entry:
-        report.call(key_path(path, "epoch"), E_GENERATOR, lambda: parse_instant(entry["epoch"]))
+        report.call(key_path(path, "epoch"), E_GENERATOR, lambda: parse_epoch(entry["epoch"]))
     if len(report.problems) > found:
         return None
     layout: IntLayout | None = None
@@ -279,15 +298,17 @@ def _layout_problems(
         if named and shard_field not in layout.field_names:
             report.add(
                 key_path(path, "shard_field"),
-                f"layout has no {shard_field!r} field to carry the shard; its fields "
+                f"layout has no {shown(shard_field)} field to carry the shard; its fields "
                 f"are {list(layout.field_names)}",
                 E_GENERATOR,
             )
-        if entry.get("key_hash", "modulo") not in ("modulo", "mixed"):
-            report.add(
+        if "key_hash" in entry:
+            report.choice(
                 key_path(path, "key_hash"),
-                f"key_hash must be 'modulo' or 'mixed', got {entry['key_hash']!r}",
+                entry["key_hash"],
+                KEY_HASHES,
                 E_GENERATOR,
+                "key_hash must be 'modulo' or 'mixed'",
             )
     return layout
 
@@ -306,10 +327,11 @@ def _fields_problems(
     if kind in DEFAULT_LAYOUT and layout is None:
         return  # the layout's own problem is reported; its fields are unknown
     allowed = node_fields(kind, entry, layout)
-    extra = sorted(str(name) for name in fields if name not in allowed)
+    extra = key_names(name for name in fields if name not in allowed)
     if extra:
-        if kind == "sharded" and entry.get("shard_field", "shard") in fields:
-            what = f"{entry.get('shard_field', 'shard')!r} is chosen per id, not configured; "
+        shard_field = shard_field_of(entry)
+        if kind == "sharded" and shard_field is not None and shard_field in fields:
+            what = f"{shard_field!r} is chosen per id, not configured; "
         else:
             what = ""
         takes = "only " + ", ".join(sorted(allowed)) if allowed else "no"
@@ -343,7 +365,7 @@ def _node_problems(
         report.add(
             path,
             f"the {field!r} value must be an int, {{'env': 'VAR'}} or "
-            f"{{'lease': 'redis' | 'database', ...}}, got {value!r}",
+            f"{{'lease': 'redis' | 'database', ...}}, got {shown(value)}",
             E_TYPE,
         )
     elif isinstance(value, int):
@@ -356,7 +378,7 @@ def _node_problems(
     else:
         report.add(
             path,
-            f"unknown source for field {field!r}: {dict(value)!r} (use an int, "
+            f"unknown source for field {field!r}: {shown(dict(value))} (use an int, "
             "{'env': 'VAR'} or {'lease': 'redis' | 'database', ...})",
             E_GENERATOR,
         )
@@ -366,12 +388,13 @@ def _lease_problems(
     report: Report, path: str, field: str, lease: Mapping[str, Any], database_leases: bool
 ) -> None:
     kind = lease["lease"]
-    if kind not in LEASE_KEYS:
-        report.add(
-            key_path(path, "lease"),
-            f"the {field!r} lease must be 'redis' or 'database', got {kind!r}",
-            E_GENERATOR,
-        )
+    if not report.choice(
+        key_path(path, "lease"),
+        kind,
+        LEASE_KEYS,
+        E_GENERATOR,
+        f"the {field!r} lease must be 'redis' or 'database'",
+    ):
         return
     report.keys(path, lease, LEASE_KEYS[kind])
     name = lease.get("name")
@@ -379,8 +402,8 @@ def _lease_problems(
         report.add(
             key_path(path, "name"),
             f"the {field!r} lease needs a 'name' (the id space shared by the processes that "
-            f"must not collide): a string without spaces, got {name!r}",
-            E_GENERATOR,
+            f"must not collide): a string without spaces, got {shown(name)}",
+            E_GENERATOR if name is None or isinstance(name, str) else E_TYPE,
         )
         name = "valid"
     try:
@@ -390,11 +413,12 @@ def _lease_problems(
         code = E_TYPE if isinstance(exc, TypeError) else E_GENERATOR
         report.add(key_path(path, key), str(exc), code)
     if kind == "redis":
-        if not isinstance(lease.get("url"), str):
+        url = lease.get("url")
+        if not isinstance(url, str):
             report.add(
                 key_path(path, "url"),
-                f"the {field!r} Redis lease needs a 'url' (redis://host:port/db)",
-                E_GENERATOR,
+                f"the {field!r} Redis lease needs a 'url' (redis://host:port/db), got {shown(url)}",
+                E_GENERATOR if url is None else E_TYPE,
             )
         if "prefix" in lease:
             report.text(key_path(path, "prefix"), lease["prefix"])

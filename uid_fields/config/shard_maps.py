@@ -9,11 +9,22 @@ from contextlib import suppress
 from typing import Any
 
 from .._internal import validate as check
+from .._internal.validate import shown
 from ..errors import ConfigurationError
 from ..ids.layouts import IntLayout
 from ..placement import Route, ShardMap, natural_route, route_for
+from ..placement.shards import MAX_LOGICAL_SHARDS
 from .layouts import layout_of
-from .problems import E_SHARD_MAP, E_TYPE, Problem, Report, describe, key_path
+from .problems import (
+    E_SHARD_MAP,
+    E_TYPE,
+    Problem,
+    Report,
+    describe,
+    key_names,
+    key_path,
+    key_text,
+)
 
 SHARD_MAP_KEYS = frozenset(
     {"databases", "ranges", "logical_shards", "route_by", "closed", "incoming", "replicas"}
@@ -24,7 +35,9 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
     """The problems of one ``SHARDS`` entry that do not depend on a generator."""
     report = Report()
     path = key_path("SHARDS", name)
-    entry = report.mapping(path, config, f"shard map {name!r}")
+    if not isinstance(name, str):  # UidConfig and the checks sort and look names up
+        report.add(path, f"shard map names must be strings, got {shown(name)}", E_TYPE)
+    entry = report.mapping(path, config, f"shard map {shown(name)}")
     if entry is None:
         return report.problems
     report.keys(path, entry, SHARD_MAP_KEYS)
@@ -47,31 +60,50 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
         databases = entry["databases"]
         at = key_path(path, "databases")
         if isinstance(databases, str) or not isinstance(databases, (list, tuple)):
-            report.add(at, f"must be a list of database aliases, got {databases!r}", E_TYPE)
+            report.add(at, f"must be a list of database aliases, got {shown(databases)}", E_TYPE)
         else:
-            for index, alias in enumerate(databases):
-                report.text(key_path(at, index), alias, "a database alias")
+            named = all(  # a list, not a generator: every alias wrong is reported
+                [
+                    report.text(key_path(at, i), a, "a database alias")
+                    for i, a in enumerate(databases)
+                ]
+            )
             if not databases:
                 report.add(at, "must name at least one database", E_SHARD_MAP)
-            elif len(set(map(str, databases))) != len(databases):
-                report.add(at, f"duplicate database aliases in {list(databases)}", E_SHARD_MAP)
+            elif named and len(set(databases)) != len(databases):
+                report.add(
+                    at, f"duplicate database aliases in {shown(list(databases))}", E_SHARD_MAP
+                )
     if "ranges" in entry:
         ranges = report.mapping(key_path(path, "ranges"), entry["ranges"], "ranges")
         for alias, span in (ranges or {}).items():
             at = key_path(key_path(path, "ranges"), alias)
-            if (
+            if not isinstance(alias, str) or not alias:
+                report.add(at, f"must be keyed by a database alias, not {shown(alias)}", E_TYPE)
+            elif (
                 not isinstance(span, (list, tuple))
                 or len(span) != 2
                 or any(isinstance(x, bool) or not isinstance(x, int) for x in span)
             ):
-                report.add(at, f"must be [start, stop] (two ints), got {span!r}", E_TYPE)
+                report.add(at, f"must be [start, stop] (two ints), got {shown(span)}", E_TYPE)
             elif not 0 <= span[0] < span[1]:
-                report.add(at, f"range {span[0]}..{span[1]} is empty or negative", E_SHARD_MAP)
+                report.add(
+                    at,
+                    f"range {shown(span[0])}..{shown(span[1])} is empty or negative",
+                    E_SHARD_MAP,
+                )
+            elif span[1] > MAX_LOGICAL_SHARDS:
+                report.add(
+                    at,
+                    f"range {shown(span[0])}..{shown(span[1])} ends past the {MAX_LOGICAL_SHARDS} "
+                    "logical shards a shard map holds",
+                    E_SHARD_MAP,
+                )
     if "logical_shards" in entry:
         report.call(
             key_path(path, "logical_shards"),
             E_SHARD_MAP,
-            lambda: check.integer("logical_shards", entry["logical_shards"], 1),
+            lambda: check.integer("logical_shards", entry["logical_shards"], 1, MAX_LOGICAL_SHARDS),
         )
     if "route_by" in entry:
         report.text(key_path(path, "route_by"), entry["route_by"], "a node field name")
@@ -93,7 +125,7 @@ def shard_map_problems(name: object, config: object) -> list[Problem]:
 def _alias_list(report: Report, at: str, value: object) -> list[Any]:
     """``value`` if it is a list of database aliases (E014 and ``[]`` otherwise)."""
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        report.add(at, f"must be a list of database aliases, got {value!r}", E_TYPE)
+        report.add(at, f"must be a list of database aliases, got {shown(value)}", E_TYPE)
         return []
     return list(value)
 
@@ -132,7 +164,7 @@ def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
     """
     value = entry.get("replicas", {})
     if not isinstance(value, Mapping):
-        raise TypeError(f"must be a dict of database alias -> replica aliases, got {value!r}")
+        raise TypeError(f"must be a dict of database alias -> replica aliases, got {shown(value)}")
     databases = entry.get("databases")
     known = set(map_databases(entry) or ())
     specs = list(value.items())
@@ -140,25 +172,26 @@ def replicas_of(entry: Mapping[str, Any]) -> dict[str, list[str]]:
         specs += [(alias, spec or []) for alias, spec in databases.items()]
     found: dict[str, list[str]] = {}
     for alias, spec in specs:
+        at = key_text(alias)
         if isinstance(spec, Mapping):
-            extra = sorted(set(spec) - {"primary", "replicas"})
+            extra = key_names(key for key in spec if key not in ("primary", "replicas"))
             if extra:
-                raise ValueError(f"{alias}: unknown keys {extra} (primary, replicas)")
+                raise ValueError(f"{at}: unknown keys {extra} (primary, replicas)")
             if spec.get("primary", alias) != alias:
                 raise ValueError(
-                    f"{alias}: the primary must be {alias!r} itself (the map's database "
-                    f"takes the writes), got {spec.get('primary')!r}"
+                    f"{at}: the primary must be {shown(alias)} itself (the map's database "
+                    f"takes the writes), got {shown(spec.get('primary'))}"
                 )
             spec = spec.get("replicas", [])
         if isinstance(spec, str) or not isinstance(spec, (list, tuple)):
-            raise TypeError(f"{alias}: replicas must be a list of aliases, got {spec!r}")
-        if alias not in known:
-            raise ValueError(f"{alias!r} is not a database of this map")
+            raise TypeError(f"{at}: replicas must be a list of aliases, got {shown(spec)}")
+        if not isinstance(alias, str) or alias not in known:
+            raise ValueError(f"{shown(alias)} is not a database of this map")
         for replica in spec:
             if not isinstance(replica, str) or not replica:
-                raise TypeError(f"{alias}: a replica must be a database alias, got {replica!r}")
+                raise TypeError(f"{at}: a replica must be a database alias, got {shown(replica)}")
             if replica == alias or replica in known:
-                raise ValueError(f"{alias}: {replica!r} is a database of the map, not a replica")
+                raise ValueError(f"{at}: {replica!r} is a database of the map, not a replica")
         found[alias] = list(dict.fromkeys([*found.get(alias, []), *spec]))
     return {alias: replicas for alias, replicas in found.items() if replicas}
 
@@ -170,7 +203,7 @@ def _closed_problems(report: Report, at: str, entry: Mapping[str, Any]) -> None:
         return  # reported above (or nothing closed)
     unknown = [alias for alias in closed if alias not in known]
     if unknown:
-        report.add(at, f"names databases not in this map: {unknown}", E_SHARD_MAP)
+        report.add(at, f"names databases not in this map: {shown(unknown)}", E_SHARD_MAP)
     elif set(known) <= set(closed):
         report.add(at, "closes every database: new rows would have nowhere to go", E_SHARD_MAP)
 

@@ -32,6 +32,7 @@ from django.db import models
 
 from .. import config as core
 from ..config import Problem
+from ..config.problems import key_names, key_text
 from ..sql.postgres import sql_identifier
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
@@ -77,7 +78,8 @@ def check_field(field: UidField) -> list[checks.CheckMessage]:
     raw = _raw()
     generators = raw.get("GENERATORS", {}) if isinstance(raw, Mapping) else {}
     if not isinstance(generators, Mapping) or field.generator_name not in generators:
-        configured = sorted(generators) if isinstance(generators, Mapping) else []
+        # key_names: a dict of str and int keys cannot be sorted() as it is
+        configured = key_names(generators) if isinstance(generators, Mapping) else []
         return [
             checks.Error(
                 f"no generator {field.generator_name!r} in UID_FIELDS['GENERATORS'] "
@@ -156,7 +158,7 @@ def _shard_map_errors(field: UidField, generator: Mapping[str, Any]) -> list[che
         return [
             checks.Error(
                 f"no shard map {field.shards_name!r} in UID_FIELDS['SHARDS']",
-                hint=f"Configured: {sorted(shards)}.",
+                hint=f"Configured: {key_names(shards)}.",
                 obj=field,
                 id="uid_fields.E002",
             )
@@ -237,7 +239,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         if missing:
             errors.append(
                 checks.Error(
-                    f"shard map {name!r} names databases missing from DATABASES: {missing}",
+                    f"shard map {key_text(name)!r} names databases missing from DATABASES: "
+                    f"{missing}",
                     id="uid_fields.E003",
                 )
             )

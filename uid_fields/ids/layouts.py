@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self
 
-from .._internal.timeutil import datetime_from_ms, format_ms, ms_from_datetime
-from .._internal.validate import integer
+from .._internal.timeutil import check_epoch_ms, datetime_from_ms, format_ms, ms_from_datetime
+from .._internal.validate import integer, shown
 from ..errors import LayoutExhaustedError
 
 __all__ = [
@@ -33,6 +33,10 @@ __all__ = [
 
 SIGNED_MAX = 2**63 - 1
 UNSIGNED_MAX = 2**64 - 1
+#: The longest time unit a layout takes: a day. Ids are ordered by time and time-range
+#: queries read bounds from them, which a coarser unit could not tell apart (the presets
+#: use 1, 10 and 1000 ms); it also keeps the unit's arithmetic within datetimes.
+MAX_TIME_UNIT_MS = 86_400_000
 _RESERVED = frozenset(
     {"timestamp_ms", "datetime", "sequence", "value", "fields", "layout", "time", "random"}
 )
@@ -73,8 +77,8 @@ class IntLayout:
     max_unit: int
 
     def _init_time(self, epoch_ms: int, time_unit_ms: int, unsigned: bool) -> None:
-        self.epoch_ms = integer("epoch_ms", epoch_ms, 0)
-        self.time_unit_ms = integer("time_unit_ms", time_unit_ms, 1)
+        self.epoch_ms = check_epoch_ms("epoch_ms", epoch_ms)  # 1970..9999: formattable
+        self.time_unit_ms = integer("time_unit_ms", time_unit_ms, 1, MAX_TIME_UNIT_MS)
         self.unsigned = bool(unsigned)
         self.max_value = UNSIGNED_MAX if unsigned else SIGNED_MAX
 
@@ -293,9 +297,9 @@ def _check_fields(fields: Iterable[tuple[str, int]], kind: str) -> tuple[tuple[s
         try:
             name, bits = item
         except (TypeError, ValueError):
-            raise TypeError(f"{kind} must be (name, bits) pairs, got {item!r}") from None
+            raise TypeError(f"{kind} must be (name, bits) pairs, got {shown(item)}") from None
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise ValueError(f"field name {name!r} is not a valid identifier")
+            raise ValueError(f"field name {shown(name)} is not a valid identifier")
         if name in _RESERVED or name.startswith("_"):
             raise ValueError(f"field name {name!r} is reserved")
         checked.append((name, integer(f"bits of field {name!r}", bits, 1, 63)))

@@ -24,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._internal import redis as _redis
+from .._internal.validate import shown
 from ..errors import ClockMovedBackwardsError
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ __all__ = ["RedisSequence", "SequenceMode", "SequenceSource"]
 #: sequence 0); ``"php"``: the PHP+Redis original's keys and counters.
 SequenceMode = Literal["uid_fields", "php"]
 MODES: tuple[SequenceMode, ...] = ("uid_fields", "php")
+
+#: The longest ``key_ttl_ms``: a day. A unit's counter need only outlive the clock lag
+#: between the processes sharing it (milliseconds under NTP); a key kept longer only
+#: holds Redis memory, and Redis refuses expiry times past a signed 64-bit ms count.
+MAX_KEY_TTL_MS = 86_400_000
 
 
 @runtime_checkable
@@ -119,8 +125,8 @@ class RedisSequence:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if prefix is not None and not isinstance(prefix, str):
             raise TypeError(f"prefix must be a string, got {prefix!r}")
-        if key_ttl_ms < 1:
-            raise ValueError(f"key_ttl_ms must be >= 1, got {key_ttl_ms}")
+        if not 1 <= key_ttl_ms <= MAX_KEY_TTL_MS:
+            raise ValueError(f"key_ttl_ms must be 1..{MAX_KEY_TTL_MS}, got {shown(key_ttl_ms)}")
         if max_lag_ms < 1:
             raise ValueError(f"max_lag_ms must be >= 1, got {max_lag_ms}")
         self.url = url

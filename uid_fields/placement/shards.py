@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .._internal.hashing import mix64
-from .._internal.validate import integer
+from .._internal.validate import integer, shown
 from ..ids import uniqid
 from ..ids.layouts import DecimalLayout, SnowflakeLayout, coerce_id
 
 __all__ = [
+    "MAX_LOGICAL_SHARDS",
     "ByDecimalServer",
     "ByField",
     "ByLocalityBlock",
@@ -32,6 +33,15 @@ __all__ = [
     "ShardMap",
     "mix64",
 ]
+
+#: The most logical shards a shard map holds: 2**16 = 65536. A map keeps a table of one
+#: alias per logical shard (512 KiB at the bound; 10**8 took 1.5 GiB, 4e9 was a
+#: MemoryError), so the bound is checked before anything is allocated. It is the widest
+#: route the package builds from a preset: Sonyflake's 16-bit ``machine`` field (with
+#: ``route_by``); Instagram's 13-bit shard field gives 8192, the modulo and locality
+#: routes 1024 by default, uniqids at most 10 and the decimal preset 10. Logical shards
+#: are the unit a range moves in: 65536 of them spread a map over thousands of databases.
+MAX_LOGICAL_SHARDS = 1 << 16
 
 
 class Route(Protocol):
@@ -165,6 +175,12 @@ class ShardMap:
     ) -> None:
         self.route = route
         total = route.logical_shards
+        if not 1 <= total <= MAX_LOGICAL_SHARDS:  # before the table is allocated
+            raise ValueError(
+                f"{shown(route)} reads {shown(total)} logical shards; a shard map holds 1 to "
+                f"{MAX_LOGICAL_SHARDS} logical shards (route by fewer: logical_shards=, "
+                "or a narrower field)"
+            )
         if (databases is None) == (ranges is None):
             raise TypeError("give either databases (an even spread) or ranges")
         if databases is not None:

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ..._internal import forks
+from ..._internal.validate import shown
 from ...errors import CoordinatorUnavailableError, LeaseLostError, WorkerIdsExhaustedError
 
 __all__ = [
@@ -419,7 +420,7 @@ def check_ttl(name: object, ttl: object, margin: object = None) -> tuple[float, 
     same mistakes before any lease is made.
     """
     if not isinstance(name, str) or not name or any(c.isspace() for c in name):
-        raise ValueError(f"lease name must be a non-empty string without spaces, got {name!r}")
+        raise ValueError(f"lease name must be a non-empty string without spaces, got {shown(name)}")
     ttl = _seconds("ttl", ttl)
     if not ttl > 0:
         raise ValueError(f"ttl must be > 0 seconds, got {ttl}")
@@ -434,10 +435,14 @@ def check_ttl(name: object, ttl: object, margin: object = None) -> tuple[float, 
 
 def _seconds(what: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite number of seconds, got {value}")
-    return float(value)
+        raise TypeError(f"{what} must be a number of seconds, got {shown(value)}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int past the largest float: no finite number of seconds
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise ValueError(f"{what} must be a finite number of seconds, got {shown(value)}")
+    return seconds
 
 
 class Lease:
