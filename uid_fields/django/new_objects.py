@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db import models
+from django.db import connections, models
 
 from ..placement import check_id_change, ids_for_new_objects
-from .fields import UidField, _made
+from .fields import UidField, _is_db_default, _made
 
 __all__ = ["fill_ids", "new_ids_in", "refuse_id_moves"]
 
@@ -80,3 +80,15 @@ def refuse_id_moves(field: UidField, new_ids: Iterable[Any], aliases: Iterable[s
     for value in new_ids:
         for alias in databases:
             check_id_change(field.placement, value, alias, what=field.model.__name__)
+
+
+def fetch_database_ids(field: UidField, alias: str, objs: list[models.Model]) -> None:
+    """Ids for database-made keys in one round trip, so bulk inserts can return them."""
+    missing = [o for o in objs if _is_db_default(getattr(o, field.attname))]
+    if not missing:
+        return
+    with connections[alias].cursor() as cursor:
+        cursor.execute(f"SELECT {field.db_function}() FROM generate_series(1, %s)", [len(missing)])
+        ids = sorted(row[0] for row in cursor.fetchall())
+    for obj, value in zip(missing, ids, strict=True):
+        setattr(obj, field.attname, value)

@@ -9,24 +9,25 @@ default the id, which for these ids is creation time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import suppress
 from typing import Any
 
 from django.apps import apps
-from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connections, models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.query import (
     ModelIterable,
 )
 
 from ..errors import ShardRoutingError
+from ..ops import merge
 from .fanout import gather, merged_rows, order_terms
-from .fields import UidField, _is_db_default
-from .new_objects import fill_ids, new_ids_in, refuse_id_moves
+from .fields import UidField
+from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, valid_id
+from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
-from .twophase import two_phase_atomic
+from .transactions import sharded_atomic
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
@@ -117,12 +118,12 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def __or__(self, other: Any) -> ShardedQuerySet:
         combined: ShardedQuerySet = super().__or__(other)
-        combined._shard_aliases = _join(self, other, any_of=True)
+        combined._shard_aliases = joined_shards(self, other, any_of=True)
         return combined
 
     def __and__(self, other: Any) -> ShardedQuerySet:
         combined: ShardedQuerySet = super().__and__(other)
-        combined._shard_aliases = _join(self, other, any_of=False)
+        combined._shard_aliases = joined_shards(self, other, any_of=False)
         return combined
 
     def _add_hints(self, **hints: Any) -> None:
@@ -204,17 +205,17 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         for lookup, value in kwargs.items():
             base, _, rest = lookup.partition("__")
             kind = _ROUTING_LOOKUPS.get(rest)
-            if kind == "in" and _is_id_list(value):
+            if kind == "in" and is_id_list(value):
                 value = list(value)
             if field is None or base not in names or kind is None:
                 clean[lookup] = value
             elif kind == "exact":
-                if value is None or isinstance(value, models.Model) or _valid_id(field, value):
+                if value is None or isinstance(value, models.Model) or valid_id(field, value):
                     clean[lookup] = value
                 else:
                     impossible = True
             elif isinstance(value, list):
-                clean[lookup] = [v for v in value if _valid_id(field, _plain(v))]
+                clean[lookup] = [v for v in value if valid_id(field, plain_value(v))]
             else:
                 clean[lookup] = value
         return clean, impossible
@@ -235,13 +236,13 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             if kind is None:
                 continue
             if base in pk_names:
-                values = _values(value, kind)
+                values = lookup_values(value, kind)
                 if values is None:
                     continue
                 aliases = set()
                 for item in values:
                     with suppress(TypeError, ValueError):  # an id no shard can hold matches no row
-                        aliases.add(field.placement.database_of(_plain(item)))
+                        aliases.add(field.placement.database_of(plain_value(item)))
             elif base in key_names and kind == "exact":
                 try:
                     databases = field.databases_for_key(value)
@@ -363,7 +364,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         self._refuse_uncombinable("aggregate()")
         for arg in args:
             kwargs[arg.default_alias] = arg
-        combine = {Count: _sum, Sum: _sum, Min: min, Max: max}
+        combine = {Count: "count", Sum: "sum", Min: "min", Max: "max"}
         for name, expression in kwargs.items():
             if type(expression) not in combine or getattr(expression, "distinct", False):
                 raise NotImplementedError(
@@ -372,7 +373,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 )
         results = self._per_shard(lambda shard: shard.aggregate(**kwargs))
         return {
-            name: _combine(combine[type(expr)], [r[name] for r in results])
+            name: merge.combine_aggregate(combine[type(expr)], [r[name] for r in results])
             for name, expr in kwargs.items()
         }
 
@@ -430,7 +431,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         groups: dict[str, list[Any]] = {}
         for value in id_list:
             try:
-                groups.setdefault(field.placement.database_of(_plain(value)), []).append(value)
+                groups.setdefault(field.placement.database_of(plain_value(value)), []).append(value)
             except (TypeError, ValueError):
                 continue
         result = {}
@@ -552,94 +553,9 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         with sharded_atomic(*groups, two_phase=two_phase):
             for alias, group in groups.items():
                 if field is not None and field.database_default:
-                    _fetch_database_ids(field, alias, group)
+                    fetch_database_ids(field, alias, group)
                 models.QuerySet.bulk_create(self._for_alias(alias), group, *args, **kwargs)
         return objs
-
-
-@contextmanager
-def sharded_atomic(
-    *aliases: str, savepoint: bool = True, two_phase: bool = False
-) -> Iterator[None]:
-    """``transaction.atomic`` on several databases at once, for a block that writes to
-    several shards: an exception anywhere rolls every one of them back.
-
-    The commits run one after another when the block ends, so a crash (or a failed
-    COMMIT) between two of them leaves the first committed and the rest not.
-    ``two_phase=True`` (PostgreSQL, outermost blocks only) closes that window with
-    two-phase commit; ``manage.py uid_fields resolve-prepared`` finishes what a killed
-    process left prepared.
-    """
-    if two_phase:
-        with two_phase_atomic(*aliases):
-            yield
-        return
-    with ExitStack() as stack:
-        for alias in dict.fromkeys(aliases):
-            stack.enter_context(transaction.atomic(using=alias, savepoint=savepoint))
-        yield
-
-
-def _fetch_database_ids(field: UidField, alias: str, objs: list[models.Model]) -> None:
-    """Ids for database-made keys in one round trip, so bulk inserts can return them."""
-    missing = [o for o in objs if _is_db_default(getattr(o, field.attname))]
-    if not missing:
-        return
-    with connections[alias].cursor() as cursor:
-        cursor.execute(f"SELECT {field.db_function}() FROM generate_series(1, %s)", [len(missing)])
-        ids = sorted(row[0] for row in cursor.fetchall())
-    for obj, value in zip(missing, ids, strict=True):
-        setattr(obj, field.attname, value)
-
-
-def _plain(value: Any) -> Any:
-    return value.pk if isinstance(value, models.Model) else value
-
-
-def _valid_id(field: UidField, value: Any) -> bool:
-    if hasattr(value, "resolve_expression"):
-        return True  # F() and subqueries are the database's to compare
-    try:
-        converted = field.to_python(value)
-        if field.layout is not None and converted is not None:
-            field.layout.coerce(converted)  # in range of the layout, not just an int
-    except (ValidationError, TypeError, ValueError):
-        return False
-    return True
-
-
-def _is_id_list(value: Any) -> bool:
-    """An iterable of ids, not a subquery or a string."""
-    return isinstance(value, Iterable) and not isinstance(value, (models.QuerySet, str, bytes))
-
-
-def _values(value: Any, kind: str) -> list[Any] | None:
-    if kind == "exact":
-        return [value]
-    return list(value) if _is_id_list(value) else None
-
-
-def _sum(values: Iterable[Any]) -> Any:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def _combine(combine: Any, values: list[Any]) -> Any:
-    present = [v for v in values if v is not None]
-    if combine is _sum:
-        return _sum(values)
-    return combine(present) if present else None
-
-
-def _join(a: ShardedQuerySet, b: Any, *, any_of: bool) -> tuple[str, ...] | None:
-    """The shards of ``a | b`` (any_of) or ``a & b``; None where either is unrouted."""
-    first = a._shard_aliases if a._db is None else (a._db,)
-    second = getattr(b, "_shard_aliases", None) if getattr(b, "_db", None) is None else (b._db,)
-    if first is None or second is None:
-        return None if any_of else (first or second)
-    if any_of:
-        return tuple(dict.fromkeys((*first, *second)))
-    return tuple(x for x in first if x in second) or first[:1]
 
 
 class ShardedManager(models.Manager.from_queryset(ShardedQuerySet)):

@@ -26,11 +26,13 @@ from typing import Any, Literal
 from ..errors import UnmergeableQueryError
 
 __all__ = [
+    "AGGREGATES",
     "NULLS_SORT_HIGH",
     "NullsOrder",
     "SortKey",
     "TextRanker",
     "code_point_ranks",
+    "combine_aggregate",
     "merge_rows",
     "null_position",
     "nulls_sort_high",
@@ -178,6 +180,29 @@ def rank_texts(
         _code_point_columns[column] = dict(ranks) == code_point_ranks([*PROBE, *texts])
         return ranks
     return ask(texts)
+
+
+#: The aggregates whose per-shard answers combine into the one answer.
+AGGREGATES = ("count", "sum", "min", "max")
+
+
+def combine_aggregate(kind: str, values: Sequence[Any]) -> Any:
+    """One aggregate from each shard's: counts and sums add up, min and max of the
+    non-NULL answers; NULL (None) where no shard had a value (a count is 0 then). AVG and
+    DISTINCT aggregates do not combine and are refused."""
+    present = [v for v in values if v is not None]
+    if kind == "count":
+        return sum(present)
+    if kind == "sum":
+        return sum(present) if present else None
+    if kind == "min":
+        return min(present, default=None)
+    if kind == "max":
+        return max(present, default=None)
+    raise UnmergeableQueryError(
+        f"{kind}() cannot be combined across shards: only count(), sum(), min() and max() "
+        "are (AVG needs the sum and the count: select both and divide)"
+    )
 
 
 def window(rows: list[Any], offset: int = 0, limit: int | None = None) -> list[Any]:

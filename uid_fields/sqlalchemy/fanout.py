@@ -33,15 +33,6 @@ from .compat import frozen_rows, result_of, select_parts
 
 __all__ = ["FanOutPlan", "UnmergeableQueryError", "plan_fan_out", "text_ranker"]
 
-_COMBINE: dict[str, Callable[[list[Any]], Any]] = {
-    "count": lambda values: sum(v or 0 for v in values),
-    "sum": lambda values: (
-        sum(v for v in values if v is not None) if any(v is not None for v in values) else None
-    ),
-    "min": lambda values: min((v for v in values if v is not None), default=None),
-    "max": lambda values: max((v for v in values if v is not None), default=None),
-}
-
 
 @dataclass(frozen=True)
 class FanOutPlan:
@@ -51,7 +42,7 @@ class FanOutPlan:
     sort: list[merging.SortKey]
     columns: list[Any]  # the ORDER BY column of each sort key (for its collation)
     window: tuple[int, int | None] | None  # (offset, limit) applied after the merge
-    aggregates: list[Callable[[list[Any]], Any]] | None  # one combiner per column
+    aggregates: list[str] | None  # one aggregate kind per column (count, sum, min, max)
 
     def merge(
         self,
@@ -65,7 +56,8 @@ class FanOutPlan:
             firsts = [_as_tuple(rows[0]) for rows in data if rows]
             columns = list(zip(*firsts, strict=True))
             row = tuple(
-                combine(list(col)) for combine, col in zip(self.aggregates, columns, strict=True)
+                merging.combine_aggregate(kind, list(col))
+                for kind, col in zip(self.aggregates, columns, strict=True)
             )
             scalar = bool(data[0]) and not isinstance(data[0][0], (Row, tuple))
             return _result(frozen[0], [row[0] if scalar else row])
@@ -109,7 +101,7 @@ def plan_fan_out(statement: Any) -> FanOutPlan:
     selected = list(statement.selected_columns)
     functions = [_function_name(c) for c in selected]
     if any(name is not None for name in functions):
-        unknown = [n for n in functions if n not in _COMBINE]
+        unknown = [n for n in functions if n not in merging.AGGREGATES]
         if unknown:
             raise UnmergeableQueryError(
                 f"{unknown[0] or 'a plain column'} next to aggregates cannot be combined "
@@ -118,7 +110,7 @@ def plan_fan_out(statement: Any) -> FanOutPlan:
             )
         if parts.has_window:
             raise UnmergeableQueryError("LIMIT/OFFSET of an aggregate across shards")
-        return FanOutPlan(statement, [], [], None, [_COMBINE[n] for n in functions])  # type: ignore[index]
+        return FanOutPlan(statement, [], [], None, [str(n) for n in functions])
     order = parts.order_by
     if not order:
         order = [c for c in _entity_ids(statement)]
