@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select
+from sqlalchemy import Select, text
 from sqlalchemy.engine import FrozenResult, Result, Row
 from sqlalchemy.orm import Mapper
 from sqlalchemy.orm.exc import UnmappedColumnError
@@ -28,10 +28,14 @@ from sqlalchemy.sql.schema import Column
 
 from ..errors import UnmergeableQueryError
 from ..ops import merge as merging
+from ..ops import parallel
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+
+if TYPE_CHECKING:
+    from .session import ShardedIdSession
 from .compat import frozen_rows, result_of, select_parts
 
-__all__ = ["FanOutPlan", "UnmergeableQueryError", "plan_fan_out", "text_ranker"]
+__all__ = ["FanOutPlan", "UnmergeableQueryError", "fan_out", "plan_fan_out", "text_ranker"]
 
 
 @dataclass(frozen=True)
@@ -235,3 +239,62 @@ def text_ranker(
         return merging.rank_texts((shard, table, str(key.name), collation), texts, ask)
 
     return rank
+
+
+def fan_out(
+    session: ShardedIdSession,
+    statement: Any,
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+) -> Result[Any]:
+    """``statement`` run on every shard of ``session`` and the answers merged: at once
+    (on the core's bounded pool, a connection per shard) where that is safe, else one
+    shard after another through the session."""
+    plan = plan_fan_out(statement)
+    shards = list(session.shard_names)
+    if _in_parallel(session, plan.per_shard):
+        # Each shard's primary or, for this read, one of its replicas: chosen here.
+        engines = {s: session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards}
+
+        def on(shard: str) -> Callable[[], Result[Any]]:
+            def run() -> Result[Any]:
+                with engines[shard].connect() as connection:
+                    result = connection.execute(plan.per_shard, params, execution_options=options)
+                    rows: Result[Any] = result.freeze()()  # read before it goes back
+                    return rows
+
+            return run
+
+        results = parallel.run_per_shard([on(shard) for shard in shards])
+    else:
+        results = [
+            session.execute(
+                plan.per_shard, params, execution_options=options, bind_arguments={"shard_id": s}
+            )
+            for s in shards
+        ]
+    dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
+
+    def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
+        bind = {"shard_id": shards[0]}
+        return [tuple(row) for row in session.execute(text(sql), values, bind_arguments=bind)]
+
+    ranker = text_ranker(plan, shards[0], dialects[0], run_sql) if shards else None
+    return plan.merge(results, dialects, ranker)
+
+
+def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
+    """Whether a fan-out may run on connections of its own, one per shard at once.
+
+    Only rows of columns (counts, aggregates, ids): objects must come through the
+    session's identity map. Only server databases (not SQLite). And only when the
+    session's transaction holds no connection to a shard: whatever it wrote or read
+    there (a flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot) is
+    seen only through that connection.
+    """
+    if session.holds_shard_connections() or session.new or session.dirty or session.deleted:
+        return False
+    if any(e.dialect.name == "sqlite" for e in session.shard_engines().values()):
+        return False
+    descriptions = getattr(statement, "column_descriptions", None) or []
+    return not any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Table, event, inspect, text
+from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.exc import NoInspectionAvailable
 from sqlalchemy.ext.horizontal_shard import ShardedSession
@@ -29,12 +29,11 @@ from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
 from ..errors import ShardKeyError, ShardRoutingError
-from ..ops import parallel
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import check_id_change, id_for_new_object
 from ..placement.shards import ShardMap
 from .compat import is_plain_select
-from .fanout import FanOutPlan, plan_fan_out, text_ranker
+from .fanout import fan_out
 from .fields import FieldConfig
 from .guard import check_writes
 from .listeners import made_by_field, set_made_id
@@ -177,65 +176,15 @@ class ShardedIdSession(ShardedSession):
         the merged rows, ``count()``/``sum()`` add up and ``min()``/``max()`` combine;
         GROUP BY, DISTINCT and AVG raise ``UnmergeableQueryError`` before anything runs.
         """
-        plan = plan_fan_out(statement)
-        options = dict(execution_options or {})
-        if self._fan_out_in_parallel(plan.per_shard):
-            # Each shard's primary or, for this read, one of its replicas: chosen here.
-            engines = {
-                s: self.get_bind(shard_id=s, clause=plan.per_shard) for s in self.shard_names
-            }
+        return fan_out(self, statement, params, dict(execution_options or {}))
 
-            def on(shard: str) -> Callable[[], Result[Any]]:
-                def run() -> Result[Any]:
-                    with engines[shard].connect() as connection:
-                        result = connection.execute(
-                            plan.per_shard, params, execution_options=options
-                        )
-                        rows: Result[Any] = result.freeze()()  # read before it goes back
-                        return rows
+    def holds_shard_connections(self) -> bool:
+        """Whether this session's transaction holds a connection to any shard."""
+        return bool(self._begun)
 
-                return run
-
-            results = parallel.run_per_shard([on(shard) for shard in self.shard_names])
-        else:
-            results = [
-                self.execute(
-                    plan.per_shard,
-                    params,
-                    execution_options=options,
-                    bind_arguments={"shard_id": shard},
-                )
-                for shard in self.shard_names
-            ]
-        return self._merge_fan_out(plan, results)
-
-    def _merge_fan_out(self, plan: FanOutPlan, results: Sequence[Result[Any]]) -> Result[Any]:
-        """The shards' answers merged by the core's rules for the shards' backend."""
-        names = list(self.shard_names)
-        dialects = [self.get_bind(shard_id=s).dialect.name for s in names]
-
-        def run(sql: str, params: dict[str, Any]) -> list[Any]:
-            bind = {"shard_id": names[0]}
-            return [tuple(row) for row in self.execute(text(sql), params, bind_arguments=bind)]
-
-        ranker = text_ranker(plan, names[0], dialects[0], run) if names else None
-        return plan.merge(results, dialects, ranker)
-
-    def _fan_out_in_parallel(self, statement: Any) -> bool:
-        """Whether a fan-out may run on connections of its own, one per shard at once.
-
-        Only rows of columns (counts, aggregates, ids): objects must come through this
-        session's identity map. Only server databases (not SQLite). And only when this
-        session's transaction holds no connection to a shard: whatever it wrote or read
-        there (a flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot)
-        is seen only through that connection.
-        """
-        if self._begun or self.new or self.dirty or self.deleted:
-            return False
-        if any(e.dialect.name == "sqlite" for e in self._engines.values()):
-            return False
-        descriptions = getattr(statement, "column_descriptions", None) or []
-        return not any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
+    def shard_engines(self) -> dict[str, Engine]:
+        """The primary engine of each shard, by name."""
+        return dict(self._engines)
 
     # -- objects -------------------------------------------------------------------------
     def shard_of(self, instance: Any) -> str:
