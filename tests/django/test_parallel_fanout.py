@@ -89,7 +89,7 @@ def test_a_pool_connection_the_server_closed_is_replaced(
 ) -> None:
     from django.db import connections
 
-    from uid_fields.django import query
+    from uid_fields.django import fanout
 
     Order.objects.create(note="one")
     assert Order.objects.on_all_shards().count() == 1  # the pool threads connect
@@ -99,5 +99,5 @@ def test_a_pool_connection_the_server_closed_is_replaced(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
-    monkeypatch.setattr(query, "_IDLE_CHECK_S", -1.0)  # as after a long idle time
+    monkeypatch.setattr(fanout, "_IDLE_CHECK_S", -1.0)  # as after a long idle time
     assert Order.objects.on_all_shards().count() == 1
