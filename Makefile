@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf
 PIP_FOR_GROUPS := 'pip>=25.1'
 
-.PHONY: test test-compat test-sqlalchemy-only demo serve lint format clean bench docs
+.PHONY: test test-compat test-matrix test-sqlalchemy-only demo serve lint format clean bench docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,18 +23,49 @@ test: $(STAMP)
 	UID_FIELDS_TEST_DB=postgres $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
 	UID_FIELDS_TEST_DB=mysql $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
 
-# The oldest supported pair: Django 4.2 LTS and SQLAlchemy 2.0, in a venv of their own.
+# The oldest supported pair: Django 5.2 LTS and SQLAlchemy 2.0, on Python 3.11, in a venv
+# of their own (`make test` runs the newest Django 5.2 and SQLAlchemy 2.x).
 COMPAT := .venv-compat
 $(COMPAT)/.installed: pyproject.toml
 	@test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
 	$(COMPAT)/bin/python -m pip install --quiet --upgrade $(PIP_FOR_GROUPS)
 	$(COMPAT)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]' --group test \
-		'Django>=4.2,<5.0' 'SQLAlchemy>=2.0,<2.1'
+		'Django>=5.2,<5.3' 'SQLAlchemy>=2.0,<2.1'
 	@touch $@
 
 test-compat: $(COMPAT)/.installed
 	$(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django tests/sqlalchemy $(PYTEST_ARGS)
 	UID_FIELDS_TEST_DB=postgres $(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django $(PYTEST_ARGS)
+
+# The Django 6 cells, each in a venv of its own against PostgreSQL shards: Python 3.12 with
+# Django 6.0, and Python 3.13 with Django 6.1 and SQLAlchemy 2.1. A reduced suite per cell
+# (the Django tests on PostgreSQL shards, the SQLAlchemy tests on PostgreSQL); `make test`
+# runs everything on the default cell. The interpreters come from pyenv when it has them.
+PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
+PYTHON313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3.13)
+DJ60 := .venv-django60
+DJ61 := .venv-django61
+$(DJ60)/.installed: pyproject.toml
+	@test -x $(DJ60)/bin/python || $(PYTHON312) -m venv $(DJ60)
+	$(DJ60)/bin/python -m pip install --quiet --upgrade $(PIP_FOR_GROUPS)
+	$(DJ60)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]' --group test 'Django>=6.0,<6.1'
+	@touch $@
+$(DJ61)/.installed: pyproject.toml
+	@test -x $(DJ61)/bin/python || $(PYTHON313) -m venv $(DJ61)
+	$(DJ61)/bin/python -m pip install --quiet --upgrade $(PIP_FOR_GROUPS)
+	$(DJ61)/bin/python -m pip install --quiet -e '.[$(EXTRAS)]' --group test \
+		'Django>=6.1,<6.2' 'SQLAlchemy>=2.1,<2.2'
+	@touch $@
+
+test-matrix: $(DJ60)/.installed $(DJ61)/.installed
+	for venv in $(DJ60) $(DJ61); do \
+		$$venv/bin/python -c "import sys, django, sqlalchemy; print(sys.version.split()[0], \
+			'Django', django.__version__, 'SQLAlchemy', sqlalchemy.__version__)" && \
+		UID_FIELDS_TEST_DB=postgres $$venv/bin/python -m pytest -p no:cacheprovider tests/django \
+			$(PYTEST_ARGS) && \
+		$$venv/bin/python -m pytest -p no:cacheprovider tests/sqlalchemy -k postgresql \
+			$(PYTEST_ARGS) || exit 1; \
+	done
 
 # `pip install 'uid-fields[sqlalchemy]'` alone (no Django, no greenlet, newest SQLAlchemy
 # 2.x): the sync SQLAlchemy tests and the core tests on SQLite shards. Left out here: the
@@ -96,4 +127,4 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) $(COMPAT) $(SQLA) .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var
+	rm -rf $(VENV) $(COMPAT) $(DJ60) $(DJ61) $(SQLA) .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var

@@ -13,7 +13,7 @@ from django.db import router as db_router
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
 
-from ..errors import ShardKeyError, ShardRoutingError, WrongShardError
+from ..errors import ConfigurationError, ShardKeyError, ShardRoutingError, WrongShardError
 from ..placement import allow_off_shard_writes, off_shard_writes_allowed
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
@@ -295,6 +295,21 @@ class ShardRouter:
         return bool(db1 == db2)
 
     def allow_migrate(
+        self, db: str, app_label: str, model_name: str | None = None, **hints: Any
+    ) -> bool | None:
+        """Where a model's table is created: a sharded model on its map's databases.
+
+        Never raises: Django 6.1 asks the router from inside ``manage.py check`` (field
+        checks pass every database), and a malformed ``UID_FIELDS`` must be reported there
+        as checks E004/E014, not raised; with no opinion, ``migrate`` stops on those
+        check errors before it migrates anything.
+        """
+        try:
+            return self._allow_migrate(db, app_label, model_name, **hints)
+        except ConfigurationError:
+            return None
+
+    def _allow_migrate(
         self, db: str, app_label: str, model_name: str | None = None, **hints: Any
     ) -> bool | None:
         model = hints.get("model")
