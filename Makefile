@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
-EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf
+EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic
 PIP_FOR_GROUPS := 'pip>=25.1'
 
 .PHONY: test test-compat test-matrix test-sqlalchemy-only demo serve lint format clean bench docs

@@ -12,6 +12,7 @@ __all__ = [
     "ForkedGeneratorError",
     "LayoutExhaustedError",
     "LeaseLostError",
+    "MissingExtraError",
     "ShardKeyError",
     "ShardRoutingError",
     "TwoPhaseCommitError",
@@ -114,6 +115,10 @@ class UnmergeableQueryError(UidFieldsError, NotImplementedError):
     """A fanned-out query whose per-shard answers cannot be merged into the one answer a
     single database would give (GROUP BY, DISTINCT, an ordering the merge cannot repeat);
     nothing was returned."""
+
+
+class MissingExtraError(UidFieldsError, ModuleNotFoundError):
+    """An optional dependency is not installed; the message names the extra to install."""
 
 
 #: Names kept importable for one minor version, each with a DeprecationWarning.

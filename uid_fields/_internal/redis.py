@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CoordinatorUnavailableError
+from .extras import missing
 
 if TYPE_CHECKING:
     import redis
@@ -31,10 +32,8 @@ def redis_client(url: str, timeout: float) -> redis.Redis:
         import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ImportError(
-            "Redis leases and sequences need redis-py: pip install 'uid-fields[redis]'"
-        ) from exc
+    except ModuleNotFoundError as exc:  # pragma: no cover - depends on the installation
+        raise missing("redis", exc) from exc
     return redis.Redis.from_url(
         url,
         socket_timeout=timeout,

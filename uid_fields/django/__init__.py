@@ -1,5 +1,12 @@
 """Django integration: fields, router, sharded manager, time lookups, checks."""
 
+from .._internal.extras import missing
+
+try:
+    import django  # noqa: F401
+except ModuleNotFoundError as exc:  # name the extra, not just the module
+    raise missing("django", exc) from exc
+
 from typing import Any
 
 from ..errors import ShardRoutingError, deprecated_name

@@ -15,6 +15,14 @@ from typing import TYPE_CHECKING, Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+
+from .._internal.extras import missing
+
+try:
+    import rest_framework  # noqa: F401
+except ModuleNotFoundError as exc:  # name the extra, not just the module
+    raise missing("rest_framework", exc) from exc
+
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.filters import BaseFilterBackend

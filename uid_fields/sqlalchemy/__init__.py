@@ -8,6 +8,13 @@ The asyncio sessions (``async_sharded_session``) need the extra ``asyncio`` (SQL
 asyncio support needs greenlet) only when one is made.
 """
 
+from .._internal.extras import missing
+
+try:
+    import sqlalchemy  # noqa: F401
+except ModuleNotFoundError as exc:  # name the extra, not just the module
+    raise missing("sqlalchemy", exc) from exc
+
 from ..config import UidConfig
 from ..errors import ShardKeyError, ShardRoutingError
 from ..placement import allow_off_shard_writes

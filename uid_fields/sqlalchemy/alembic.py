@@ -17,6 +17,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from .._internal.extras import missing
+
+try:
+    import alembic  # noqa: F401
+except ModuleNotFoundError as exc:  # name the extra, not just the module
+    raise missing("alembic", exc) from exc
+
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy.engine import Engine
 

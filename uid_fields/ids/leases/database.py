@@ -28,6 +28,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..._internal import redis as _redis
+from ..._internal.extras import missing
 from ...errors import CoordinatorUnavailableError
 from .state import FALLBACKS, QUARANTINED, Claimed, Lease
 
@@ -162,7 +163,10 @@ def _connect_url(url: str) -> Callable[[], Any]:
     if parts.scheme in ("postgresql", "postgres"):
 
         def connect_pg() -> Any:
-            import psycopg
+            try:
+                import psycopg
+            except ModuleNotFoundError as exc:
+                raise missing("psycopg", exc) from exc
 
             return psycopg.connect(url, connect_timeout=5)
 
@@ -170,7 +174,10 @@ def _connect_url(url: str) -> Callable[[], Any]:
     if parts.scheme in ("mysql", "mariadb"):
 
         def connect_mysql() -> Any:
-            import pymysql  # type: ignore[import-untyped]
+            try:
+                import pymysql  # type: ignore[import-untyped]
+            except ModuleNotFoundError as exc:
+                raise missing("pymysql", exc) from exc
 
             return pymysql.connect(
                 host=parts.hostname or "127.0.0.1",
