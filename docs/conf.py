@@ -35,7 +35,7 @@ html_theme = "furo"
 html_title = "uid_fields"
 autodoc_member_order = "bysource"
 autodoc_inherit_docstrings = False  # Django's and SQLAlchemy's own docstrings are not ours
-autodoc_typehints = "none"  # signatures stay readable; the prose names the types
+autodoc_typehints = "description"  # types listed under each signature, which stays short
 autodoc_default_options = {"members": True, "show-inheritance": True}
 
 # Pages other people write. They join the table of contents, and links to them become

@@ -606,4 +606,7 @@ def sharded_session(
 def sharded_sessionmaker(
     shards: Mapping[str, Engine], **kwargs: Any
 ) -> sessionmaker[ShardedIdSession]:
+    """A ``sessionmaker`` of ``ShardedIdSession``: ``Session = sharded_sessionmaker(shards,
+    shard_map=...)``, then ``with Session() as session:``. Takes ``sharded_session``'s
+    arguments; each session it makes routes by id the same way."""
     return sessionmaker(class_=ShardedIdSession, shards=shards, **kwargs)
