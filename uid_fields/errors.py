@@ -9,6 +9,7 @@ __all__ = [
     "ClockMovedBackwardsError",
     "ConfigurationError",
     "CoordinatorUnavailableError",
+    "FanOutTimeoutError",
     "ForkedGeneratorError",
     "LayoutExhaustedError",
     "LeaseLostError",
@@ -115,6 +116,15 @@ class UnmergeableQueryError(UidFieldsError, NotImplementedError):
     """A fanned-out query whose per-shard answers cannot be merged into the one answer a
     single database would give (GROUP BY, DISTINCT, an ordering the merge cannot repeat);
     nothing was returned."""
+
+
+class FanOutTimeoutError(UidFieldsError, TimeoutError):
+    """A fan-out's deadline passed before every shard answered; ``shards`` names the ones
+    that did not. Their queries were interrupted and their connections discarded."""
+
+    def __init__(self, message: str, *, shards: list[str]) -> None:
+        self.shards = shards
+        super().__init__(message)
 
 
 class MissingExtraError(UidFieldsError, ModuleNotFoundError):

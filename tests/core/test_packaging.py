@@ -48,7 +48,18 @@ def test_changelog_has_an_unreleased_section_and_the_current_version() -> None:
 def test_published_extras_hold_no_development_tools() -> None:
     pyproject = _pyproject()
     extras = pyproject["project"]["optional-dependencies"]
-    assert set(extras) == {"django", "sqlalchemy", "asyncio", "redis", "postgres", "mysql", "drf"}
+    assert set(extras) == {
+        "django",
+        "sqlalchemy",
+        "asyncio",
+        "redis",
+        "postgres",
+        "mysql",
+        "drf",
+        "alembic",
+    }
+    assert extras["django"] == ["Django>=5.2,<7"]  # no cap below the next major
+    assert extras["postgres"] == ["psycopg>=3.1"]  # the application picks the build
     assert extras["asyncio"] == ["SQLAlchemy[asyncio]>=2.0.2,<2.2"]
     assert extras["sqlalchemy"] == ["SQLAlchemy>=2.0.2,<2.2"]
     groups = pyproject["dependency-groups"]
@@ -59,7 +70,9 @@ def test_classifiers_name_the_supported_versions() -> None:
     classifiers = set(_pyproject()["project"]["classifiers"])
     for python in ("3.11", "3.12", "3.13"):
         assert f"Programming Language :: Python :: {python}" in classifiers
-    for django in ("4.2", "5.0", "5.1", "5.2"):
+    for django in ("5.2", "6.0", "6.1"):
         assert f"Framework :: Django :: {django}" in classifiers
+    for past_end_of_life in ("4.2", "5.0", "5.1"):
+        assert f"Framework :: Django :: {past_end_of_life}" not in classifiers
     # PEP 639: a license expression and License :: classifiers do not mix
     assert not any(c.startswith("License ::") for c in classifiers)

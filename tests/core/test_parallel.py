@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from uid_fields.errors import FanOutTimeoutError
 from uid_fields.ops import parallel
 
 
@@ -89,3 +90,39 @@ def test_shutdown_runs_the_exit_hooks_in_every_worker_thread() -> None:
     finally:
         parallel._at_exit.remove(hook)
     assert len(closed) == 3 and all(n.startswith("uid_fields-fanout") for n in closed)
+
+
+def test_a_call_past_the_deadline_is_interrupted_and_named() -> None:
+    released = threading.Event()
+
+    def stuck() -> str:
+        parallel.on_timeout(released.set)  # what a driver's socket shutdown does
+        released.wait(30)
+        raise ConnectionError("socket shut down")
+
+    started = time.monotonic()
+    with pytest.raises(FanOutTimeoutError, match="shard_2") as raised:
+        parallel.run_per_shard(
+            [lambda: "a", stuck, lambda: "c"], names=["shard_1", "shard_2", "shard_3"], timeout=0.3
+        )
+    assert raised.value.shards == ["shard_2"]
+    assert released.is_set() and time.monotonic() - started < 5
+
+
+def test_a_hung_shard_does_not_starve_fan_outs_to_the_others() -> None:
+    parallel.set_workers(2)
+    hang = threading.Event()
+
+    def hung() -> None:
+        hang.wait(30)
+
+    try:
+        for _ in range(3):  # more stuck calls than the hung shard has threads
+            with pytest.raises(FanOutTimeoutError):
+                parallel.run_per_shard([hung, lambda: 1], names=["frozen", "ok"], timeout=0.2)
+        started = time.monotonic()
+        assert parallel.run_per_shard([lambda: 1, lambda: 2], names=["ok", "also_ok"]) == [1, 2]
+        assert time.monotonic() - started < 2  # not queued behind the frozen shard
+    finally:
+        hang.set()
+    assert parallel.run_per_shard([lambda: 3, lambda: 4], names=["frozen", "ok"]) == [3, 4]

@@ -134,8 +134,13 @@ def test_php_mode_continues_the_counter_php_processes_started(prefix: str) -> No
     seq = RedisSequence(URL, mode="php", prefix=prefix)
     base = php_base(now_ms(), 1, 2)
     key = f"{prefix}{base}"
-    php_ids = [base | int(post(keys=[key])) for _ in range(5)]  # sequences 1..5
-    client.pexpire(key, 60_000)  # the post's 1 ms expiry would race this test
+    # One MULTI block: the post sets a 1 ms expiry, which a loaded machine could let pass
+    # between the posts and the longer expiry this test needs.
+    pipe = client.pipeline(transaction=True)
+    for _ in range(5):
+        post(keys=[key], client=pipe)
+    pipe.pexpire(key, 60_000)
+    php_ids = [base | int(sequence) for sequence in pipe.execute()[:5]]  # sequences 1..5
     ours = seq.reserve("unused", 0, 3, 4096, base=base, last_ms=now_ms() + 60_000)
     assert list(ours) == [6, 7, 8]
     assert int(post(keys=[key])) == 9  # and PHP goes on after ours

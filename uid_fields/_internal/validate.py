@@ -67,6 +67,15 @@ def count(value: object) -> int:
     return integer("count", value, 0)
 
 
+def positive_seconds(name: str, value: object) -> float:
+    """A finite number of seconds > 0: a deadline of 0 would fail everything, and one of
+    NaN or infinity would never pass."""
+    seconds = non_negative_number(name, value)
+    if seconds <= 0:
+        raise ValueError(f"{name} must be a number of seconds > 0, got {shown(value)}")
+    return float(seconds)
+
+
 def non_negative_number(name: str, value: object) -> float:
     """A finite int or float >= 0 (a tolerance in ms, say): NaN and infinity are errors,
     since a comparison with NaN is always false and would silently disable the check;

@@ -45,6 +45,7 @@ TOP_LEVEL: dict[str, type] = {
     "UNSHARDED_ON_SHARDS": bool,
     "DRF_STRING_IDS": bool,
     "READ_YOUR_WRITES_SECONDS": float,
+    "FAN_OUT_TIMEOUT": float,
 }
 
 
@@ -98,6 +99,11 @@ def validate_all(settings: object, *, now_ms: int | None, database_leases: bool)
             "READ_YOUR_WRITES_SECONDS",
             E_TYPE,
             lambda: check.non_negative_number("READ_YOUR_WRITES_SECONDS", pin),
+        )
+    if "FAN_OUT_TIMEOUT" in settings:
+        deadline = settings["FAN_OUT_TIMEOUT"]
+        report.call(
+            "FAN_OUT_TIMEOUT", E_TYPE, lambda: check.positive_seconds("FAN_OUT_TIMEOUT", deadline)
         )
     generators = report.mapping("GENERATORS", settings.get("GENERATORS", {}), "GENERATORS")
     for name, config in (generators or {}).items():

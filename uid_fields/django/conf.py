@@ -25,7 +25,9 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .. import config as core
+from .._internal.validate import positive_seconds
 from ..config import Generator, UidConfig
+from ..ops.parallel import DEFAULT_TIMEOUT_S
 from ..placement import ShardMap
 from .leases import database_lease
 
@@ -81,6 +83,16 @@ class Settings:
     @property
     def DRF_STRING_IDS(self) -> bool:
         return self._flag("DRF_STRING_IDS", False)
+
+    @property
+    def FAN_OUT_TIMEOUT(self) -> float:
+        """Seconds a fan-out waits for every shard (a malformed value reads as the
+        default; check E014 reports it)."""
+        value = self.raw.get("FAN_OUT_TIMEOUT", DEFAULT_TIMEOUT_S)
+        try:
+            return positive_seconds("FAN_OUT_TIMEOUT", value)
+        except (TypeError, ValueError):
+            return DEFAULT_TIMEOUT_S
 
 
 conf = Settings()

@@ -16,6 +16,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import DatabaseError, connections, models
 from django.db.models import F, OrderBy
 
+from .._internal import dbapi
 from ..errors import UnmergeableQueryError
 from ..ops import merge, parallel
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
@@ -27,6 +28,7 @@ from .compat import (
     iterable_class,
     selected_names,
 )
+from .conf import conf
 from .replicas import read_pins
 
 if TYPE_CHECKING:
@@ -200,21 +202,45 @@ def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> lis
     return parallel.run_per_shard(
         [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
         parallel=at_once,
+        names=aliases,
+        timeout=conf.FAN_OUT_TIMEOUT,
     )
 
 
 def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
+    """``work(shard)`` on a pool thread: on a connection that a deadline can cut, and
+    once more on a fresh connection when the first one turned out broken (a server that
+    restarted while the connection sat idle in the pool). Only reads fan out, so the
+    retry repeats nothing; an error of the query itself is not retried."""
+
     def run() -> Any:
-        if parallel.in_worker():
-            _fresh_worker_connection(alias)
-        try:
+        if not parallel.in_worker():
             return work(shard)
+        connection = connections[alias]
+        _interruptible(connection)
+        _fresh_worker_connection(alias)
+        try:
+            return _attempt(connection, shard, work)
         except DatabaseError:
-            if parallel.in_worker():  # a broken connection must not serve the next query
-                connections[alias].close()
-            raise
+            broken = connection.connection is None or not connection.is_usable()
+            connection.close()  # a broken connection must not serve the next query
+            if not broken or parallel.timed_out():
+                raise
+            return _attempt(connection, shard, work)
 
     return run
+
+
+def _attempt(connection: Any, shard: Any, work: Callable[[Any], Any]) -> Any:
+    connection.ensure_connection()
+    _interruptible(connection)
+    return work(shard)
+
+
+def _interruptible(connection: Any) -> None:
+    raw = connection.connection
+    if raw is not None:
+        parallel.on_timeout(lambda: dbapi.interrupt(raw))
 
 
 #: A pool thread's connection idle this long is checked before use (a server may have

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, text
 from sqlalchemy.engine import FrozenResult, Result, Row
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapper
 from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.sql import operators
@@ -26,6 +27,7 @@ from sqlalchemy.sql.elements import ColumnElement, Label, UnaryExpression
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.schema import Column
 
+from .._internal import dbapi
 from ..errors import UnmergeableQueryError
 from ..ops import merge as merging
 from ..ops import parallel
@@ -258,14 +260,21 @@ def fan_out(
 
         def on(shard: str) -> Callable[[], Result[Any]]:
             def run() -> Result[Any]:
-                with engines[shard].connect() as connection:
-                    result = connection.execute(plan.per_shard, params, execution_options=options)
-                    rows: Result[Any] = result.freeze()()  # read before it goes back
-                    return rows
+                try:
+                    return _read(engines[shard], plan.per_shard, params, options)
+                except DBAPIError as error:
+                    # A pooled connection the server dropped while it sat idle (a restart):
+                    # once more on a fresh one. Never after the deadline cut it, never
+                    # for an error of the query itself.
+                    if not error.connection_invalidated or parallel.timed_out():
+                        raise
+                    return _read(engines[shard], plan.per_shard, params, options)
 
             return run
 
-        results = parallel.run_per_shard([on(shard) for shard in shards])
+        results = parallel.run_per_shard(
+            [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
+        )
     else:
         results = [
             session.execute(
@@ -281,6 +290,19 @@ def fan_out(
 
     ranker = text_ranker(plan, shards[0], dialects[0], run_sql) if shards else None
     return plan.merge(results, dialects, ranker)
+
+
+def _read(
+    engine: Any, statement: Any, params: Mapping[str, Any] | None, options: dict[str, Any]
+) -> Result[Any]:
+    """The statement's rows on a connection of ``engine`` that the fan-out's deadline can
+    cut (its socket is shut down from the waiting thread)."""
+    with engine.connect() as connection:
+        raw = connection.connection.dbapi_connection
+        parallel.on_timeout(lambda: dbapi.interrupt(raw))
+        result = connection.execute(statement, params, execution_options=options)
+        rows: Result[Any] = result.freeze()()  # read before the connection goes back
+        return rows
 
 
 def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:

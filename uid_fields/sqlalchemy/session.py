@@ -28,7 +28,9 @@ from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
+from .._internal.validate import positive_seconds
 from ..errors import ShardKeyError, ShardRoutingError
+from ..ops.parallel import DEFAULT_TIMEOUT_S
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import check_id_change, id_for_new_object
 from ..placement.shards import ShardMap
@@ -66,6 +68,7 @@ class ShardedIdSession(ShardedSession):
         two_phase: bool = False,
         replicas: Mapping[str, Sequence[Engine]] | None = None,
         read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
+        fan_out_timeout: float = DEFAULT_TIMEOUT_S,
         clock: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -86,6 +89,8 @@ class ShardedIdSession(ShardedSession):
         #: read-your-writes pins (``uid_fields.replicas``).
         self.read_replicas: ReadReplicas[Engine] = ReadReplicas(replicas or {})
         self.read_pins = Pins(read_your_writes_seconds, clock=clock)
+        #: Seconds ``on_all_shards`` waits for every shard (``FanOutTimeoutError`` after).
+        self.fan_out_timeout = positive_seconds("fan_out_timeout", fan_out_timeout)
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
@@ -576,6 +581,7 @@ def sharded_session(
     two_phase: bool = False,
     replicas: Mapping[str, Sequence[Engine]] | None = None,
     read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
+    fan_out_timeout: float = DEFAULT_TIMEOUT_S,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -589,7 +595,9 @@ def sharded_session(
     shards with two-phase commit; ``resolve_prepared(engines)`` finishes what a killed
     process left prepared. ``replicas={"shard_1": [engine]}`` reads a shard's rows from
     its replicas, except in a transaction that holds the shard's primary and for
-    ``read_your_writes_seconds`` after this session wrote there. Other arguments go to Session.
+    ``read_your_writes_seconds`` after this session wrote there. ``fan_out_timeout`` bounds
+    every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer).
+    Other arguments go to Session.
     """
     return ShardedIdSession(
         shards,
@@ -599,6 +607,7 @@ def sharded_session(
         two_phase=two_phase,
         replicas=replicas,
         read_your_writes_seconds=read_your_writes_seconds,
+        fan_out_timeout=fan_out_timeout,
         **kwargs,
     )
 

@@ -1,0 +1,87 @@
+"""Fan-outs under faults, on PostgreSQL shards: a frozen shard (a TCP proxy that stops
+forwarding, as a SIGSTOPped server) is a deadline error naming it, not a hang; fan-outs
+to the other shards go on; after it thaws, fan-outs work again. A pooled connection the
+server dropped while idle is replaced once, for reads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+from django.db import connections
+from django.test.utils import override_settings
+
+from tests.django.testapp.models import Order
+from tests.tcp_proxy import FreezableProxy, freezable_proxy
+from uid_fields.errors import FanOutTimeoutError
+from uid_fields.ops import parallel
+
+pytestmark = [
+    pytest.mark.django_db(databases="__all__", transaction=True),
+    pytest.mark.skipif(settings.BACKEND != "postgres", reason="runs in the PostgreSQL pass"),
+]
+
+FROZEN = "shard_3"
+
+
+def _with_timeout(seconds: float) -> override_settings:
+    return override_settings(UID_FIELDS={**settings.UID_FIELDS, "FAN_OUT_TIMEOUT": seconds})
+
+
+@pytest.fixture
+def proxied() -> Iterator[FreezableProxy]:
+    """shard_3 reached through a proxy that can freeze (every new connection to it)."""
+    parallel.shutdown()
+    connections[FROZEN].close()
+    entry = connections.settings[FROZEN]
+    port = entry["PORT"]
+    with freezable_proxy(int(port or 5432)) as proxy:
+        entry["PORT"] = proxy.port
+        try:
+            yield proxy
+        finally:
+            proxy.thaw()
+            parallel.shutdown()
+            connections[FROZEN].close()
+            entry["PORT"] = port
+
+
+def test_a_frozen_shard_is_named_and_starves_nothing(proxied: FreezableProxy) -> None:
+    orders = [Order.objects.create(note="x") for _ in range(24)]
+    others = [o.pk for o in orders if o._state.db != FROZEN]
+    assert len(others) < 24
+    with _with_timeout(1.5):
+        assert Order.objects.on_all_shards().count() == 24  # the pool connects, via the proxy
+        proxied.freeze()
+        started = time.monotonic()
+        with pytest.raises(FanOutTimeoutError, match=FROZEN) as raised:
+            Order.objects.on_all_shards().count()
+        assert raised.value.shards == [FROZEN]
+        assert time.monotonic() - started < 10
+        started = time.monotonic()
+        assert Order.objects.filter(pk__in=others).count() == len(others)  # other shards
+        assert time.monotonic() - started < 5
+        proxied.thaw()
+        assert Order.objects.on_all_shards().count() == 24  # works again, no restart
+
+
+def test_a_connection_the_server_dropped_is_replaced_once_for_a_read() -> None:
+    parallel.shutdown()
+    for _ in range(12):
+        Order.objects.create(note="x")
+    assert Order.objects.on_all_shards().count() == 12  # pool threads hold connections
+    with connections["default"].cursor():
+        pass
+    for alias in settings.SHARDS:  # a restart, as the idle pool sees it
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+    try:
+        for _ in range(6):
+            assert Order.objects.on_all_shards().count() == 12
+    finally:
+        parallel.shutdown()
