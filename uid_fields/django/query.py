@@ -15,15 +15,14 @@ from typing import Any
 from django.apps import apps
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Min, Sum
-from django.db.models.query import (
-    ModelIterable,
-)
 
 from ..errors import ShardRoutingError
 from ..ops import merge
+from .compat import ModelIterable
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
 from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, valid_id
+from .joins import load_hops, split_select_related
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
@@ -37,14 +36,32 @@ _ROUTING_LOOKUPS = {"": "exact", "exact": "exact", "in": "in"}
 class PrimaryModelIterable(ModelIterable):  # type: ignore[type-arg]
     """Model instances that name their primary in ``_state.db`` even when a replica was
     read: ``save()`` and related managers follow ``_state.db``, and must reach the
-    primary."""
+    primary. ``select_related`` joins only what lives on the query's database; the rest
+    is loaded from its own databases (``uid_fields.django.joins``), per batch of rows."""
 
     def __iter__(self) -> Iterator[Any]:
         primaries = replica_primaries()
-        for obj in super().__iter__():
+        for obj in self._rows():
             if primaries:
                 _to_primary(obj, primaries)
             yield obj
+
+    def _rows(self) -> Iterator[Any]:
+        queryset = self.queryset
+        joined, hops = split_select_related(queryset, (queryset.primary_db,))
+        if not hops:
+            yield from super().__iter__()
+            return
+        self.queryset = joined
+        batch: list[Any] = []
+        for obj in super().__iter__():
+            batch.append(obj)
+            if self.chunked_fetch and len(batch) >= self.chunk_size:
+                load_hops(batch, hops)
+                yield from batch
+                batch = []
+        load_hops(batch, hops)
+        yield from batch
 
 
 def _to_primary(obj: models.Model, primaries: dict[str, str], depth: int = 0) -> None:
@@ -320,10 +337,15 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             self.model._meta.ordering and self.query.default_ordering
         )
         aliases = self._shard_aliases or ()
-        shards = [self._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
+        # Relations on other databases are loaded once, for the merged page of rows.
+        joined, hops = split_select_related(self, aliases)
+        shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
         rows = merged_rows(self, shards)
         low, high = self.query.low_mark, self.query.high_mark
-        return rows[low:high]
+        page = rows[low:high]
+        if hops:
+            load_hops(page, hops)
+        return page
 
     def _per_shard(self, work: Callable[[ShardedQuerySet], Any]) -> list[Any]:
         """``work`` on this query on each of its shards: at the same time when that is

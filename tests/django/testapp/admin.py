@@ -5,6 +5,8 @@ from django.contrib import admin
 from uid_fields.django.admin import ShardedModelAdmin
 
 from .models import (
+    Board,
+    Card,
     Customer,
     LegacyRow,
     Note,
@@ -50,6 +52,25 @@ class NoteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """An ordinary model on default with a key to a sharded customer."""
 
     raw_id_fields = ["customer"]
+
+
+@admin.register(Card)
+class CardAdmin(ShardedModelAdmin):
+    """Keys in ``list_display`` to a board on any shard and to ``auth.User`` on default:
+    Django's changelist joins them (``select_related()``)."""
+
+    list_display = ["title", "board", "created_by", "coupon"]
+    search_fields = ["title"]
+
+
+@admin.register(Board)
+class BoardAdmin(ShardedModelAdmin):
+    """A nullable key to ``default`` joined by the changelist (as Django 6.1 does for
+    every key in ``list_display``)."""
+
+    list_display = ["name", "owner"]
+    list_select_related = ["owner"]
+    search_fields = ["name"]
 
 
 for model in (Photo, PageView, LegacyRow, PhpRow):
