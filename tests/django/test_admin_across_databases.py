@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from .testapp.models import Board, Card, Coupon
+from .testapp.models import Board, Card, CardStep, Coupon
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -119,3 +119,23 @@ def test_without_a_search_the_first_shard_is_still_the_default(client: Client) -
     boards = [board_on(alias, f"b{i}") for i, alias in enumerate(settings.SHARDS)]
     cl = changelist(client, "board")
     assert [b.pk for b in cl.result_list] == [boards[0].pk]
+
+
+def test_every_shard_ignores_a_sort_the_merge_cannot_repeat(
+    client: Client, admin_user: User
+) -> None:
+    """Sorted by a related column on one shard, then "All shards": the sort is dropped
+    (the merge of the shards' rows could not repeat it), not a 500."""
+    steps = []
+    for i, alias in enumerate(settings.SHARDS):
+        card = card_on(alias, board_on(alias, "b"), admin_user, f"card {9 - i}")
+        steps.append(CardStep.objects.create(card=card, label=f"s{i}"))
+    column = "4"  # action_checkbox, id_text, created, label, card_title
+    one = changelist(client, "cardstep", shard=settings.SHARDS[0], o=column)
+    assert [s.pk for s in one.result_list] == [steps[0].pk]
+    every = changelist(client, "cardstep", shard="__all__", o=column)
+    assert sorted(s.pk for s in every.result_list) == sorted(s.pk for s in steps)
+    html = client.get(reverse("admin:testapp_cardstep_changelist"), {"shard": "__all__"})
+    assert "sortable column-card_title" not in html.content.decode()
+    one_html = client.get(reverse("admin:testapp_cardstep_changelist")).content.decode()
+    assert "sortable column-card_title" in one_html

@@ -7,6 +7,7 @@ from uid_fields.django.admin import ShardedModelAdmin
 from .models import (
     Board,
     Card,
+    CardStep,
     Customer,
     LegacyRow,
     Note,
@@ -71,6 +72,18 @@ class BoardAdmin(ShardedModelAdmin):
     list_display = ["name", "owner"]
     list_select_related = ["owner"]
     search_fields = ["name"]
+
+
+@admin.register(CardStep)
+class CardStepAdmin(ShardedModelAdmin):
+    """A column sorted through the co-located card: one shard joins it, a merge of every
+    shard's rows cannot repeat it."""
+
+    list_display = ["label", "card_title"]
+
+    @admin.display(ordering="card__title")
+    def card_title(self, obj: CardStep) -> str:
+        return obj.card.title
 
 
 for model in (Photo, PageView, LegacyRow, PhpRow):
