@@ -9,7 +9,6 @@ default the id, which for these ids is creation time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import suppress
 from typing import Any
 
 from django.apps import apps
@@ -21,7 +20,14 @@ from ..ops import merge
 from .compat import ModelIterable
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
-from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, valid_id
+from .id_lookups import (
+    ROUTING_LOOKUPS,
+    filter_shards,
+    is_id_list,
+    joined_shards,
+    plain_value,
+    valid_id,
+)
 from .joins import load_hops, split_select_related
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
@@ -29,8 +35,6 @@ from .routing import check_write, colocated, database_for_instance, parent_link,
 from .transactions import sharded_atomic
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
-
-_ROUTING_LOOKUPS = {"": "exact", "exact": "exact", "in": "in"}
 
 
 class PrimaryModelIterable(ModelIterable):  # type: ignore[type-arg]
@@ -206,7 +210,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             self.query.set_empty()
         if negate or self._db is not None:
             return
-        aliases = self._aliases_for(kwargs)
+        aliases = self._aliases_for(kwargs, args)
         if aliases is not None:
             self._narrow(aliases)
 
@@ -221,7 +225,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         impossible = False
         for lookup, value in kwargs.items():
             base, _, rest = lookup.partition("__")
-            kind = _ROUTING_LOOKUPS.get(rest)
+            kind = ROUTING_LOOKUPS.get(rest)
             if kind == "in" and is_id_list(value):
                 value = list(value)
             if field is None or base not in names or kind is None:
@@ -237,42 +241,13 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 clean[lookup] = value
         return clean, impossible
 
-    def _aliases_for(self, kwargs: dict[str, Any]) -> set[str] | None:
+    def _aliases_for(self, kwargs: dict[str, Any], args: Iterable[Any] = ()) -> set[str] | None:
+        """The shards ``filter(*args, **kwargs)`` names (None: it names none)."""
         field = self._sharded_field
         if field is None or field.shard_map is None:
             return None
-        pk_names = {"pk", field.name, field.attname}
-        key_names: set[str] = set()
-        if field.shard_key:
-            key_field = field.shard_key_field()
-            key_names = {key_field.name, key_field.attname}
-        found: set[str] | None = None
-        for lookup, value in kwargs.items():
-            base, _, rest = lookup.partition("__")
-            kind = _ROUTING_LOOKUPS.get(rest)
-            if kind is None:
-                continue
-            if base in pk_names:
-                values = lookup_values(value, kind)
-                if values is None:
-                    continue
-                aliases = set()
-                for item in values:
-                    with suppress(TypeError, ValueError):  # an id no shard can hold matches no row
-                        aliases.add(field.placement.database_of(plain_value(item)))
-            elif base in key_names and kind == "exact":
-                try:
-                    databases = field.databases_for_key(value)
-                except (TypeError, ValueError):
-                    aliases = set()  # a key no row can have (a parent id out of range)
-                else:
-                    if databases is None:
-                        continue
-                    aliases = set(databases)
-            else:
-                continue
-            found = aliases if found is None else found & aliases
-        return found
+        found = filter_shards(field, args, kwargs)
+        return None if found is None else set(found)
 
     def _narrow(self, aliases: set[str]) -> None:
         field = self._sharded_field
