@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from .testapp.models import Board, Card, CardStep, Coupon
+from .testapp.models import Board, Card, CardStep, Coupon, Memo
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -139,3 +139,12 @@ def test_every_shard_ignores_a_sort_the_merge_cannot_repeat(
     assert "sortable column-card_title" not in html.content.decode()
     one_html = client.get(reverse("admin:testapp_cardstep_changelist")).content.decode()
     assert "sortable column-card_title" in one_html
+
+
+def test_an_ordinary_models_changelist_with_a_key_to_sharded_rows(client: Client) -> None:
+    boards = [board_on(alias, f"board {alias}") for alias in settings.SHARDS]
+    memos = [Memo.objects.create(board=b, text=f"memo {i}") for i, b in enumerate(boards)]
+    cl = changelist(client, "memo")
+    assert sorted(m.pk for m in cl.result_list) == sorted(m.pk for m in memos)
+    html = client.get(reverse("admin:testapp_memo_changelist")).content.decode()
+    assert all(f"board {alias}" in html for alias in settings.SHARDS)

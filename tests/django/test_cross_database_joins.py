@@ -22,6 +22,7 @@ from tests.django.testapp.models import (
     CardStep,
     Coupon,
     Customer,
+    Memo,
     Purchase,
     PurchaseLine,
     Review,
@@ -198,3 +199,16 @@ def test_the_shards_have_no_auth_user_table() -> None:
     shard = Card._meta.pk.shard_map.databases[0]
     tables = connections[shard].introspection.table_names()
     assert "auth_user" not in tables
+
+
+def test_an_ordinary_model_with_the_sharded_manager_reads_keys_from_their_shards() -> None:
+    """A model on ``default`` pointing at sharded rows: the join would look for the
+    boards' table on ``default``."""
+    boards = [Board.objects.create(name=f"b{i}") for i in range(6)]
+    assert len({b._state.db for b in boards}) > 1
+    memos = [Memo.objects.create(board=b, text=b.name) for b in boards]
+    rows = list(Memo.objects.select_related("board").order_by("pk"))
+    assert [m.pk for m in rows] == [m.pk for m in memos]
+    for row in rows:
+        no_queries_for(row, "board")  # type: ignore[arg-type]
+        assert row.board.name == row.text

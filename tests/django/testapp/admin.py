@@ -10,6 +10,7 @@ from .models import (
     CardStep,
     Customer,
     LegacyRow,
+    Memo,
     Note,
     Order,
     PageView,
@@ -84,6 +85,13 @@ class CardStepAdmin(ShardedModelAdmin):
     @admin.display(ordering="card__title")
     def card_title(self, obj: CardStep) -> str:
         return obj.card.title
+
+
+@admin.register(Memo)
+class MemoAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """An ordinary model's admin with a key to sharded rows in ``list_display``."""
+
+    list_display = ["text", "board"]
 
 
 for model in (Photo, PageView, LegacyRow, PhpRow):

@@ -243,3 +243,15 @@ class CardCover(models.Model):
     color = models.CharField(max_length=20, blank=True)
 
     objects = ShardedManager()
+
+
+class Memo(models.Model):
+    """An ordinary model on ``default`` with a key to sharded boards, given the sharded
+    manager so that ``select_related("board")`` reads the boards from their shards."""
+
+    board = models.ForeignKey(
+        Board, on_delete=models.DO_NOTHING, db_constraint=False, related_name="memos"
+    )
+    text = models.CharField(max_length=50, blank=True)
+
+    objects = ShardedManager()
