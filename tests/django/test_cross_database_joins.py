@@ -212,3 +212,19 @@ def test_an_ordinary_model_with_the_sharded_manager_reads_keys_from_their_shards
     for row in rows:
         no_queries_for(row, "board")  # type: ignore[arg-type]
         assert row.board.name == row.text
+
+
+def test_iterator_loads_per_chunk() -> None:
+    pairs = [board_and_card() for _ in range(5)]
+    ids = [card.pk for _board, card in pairs]
+    rows = list(Card.objects.filter(pk__in=ids).select_related("board").iterator(chunk_size=2))
+    assert sorted(c.pk for c in rows) == sorted(ids)
+    for row in rows:
+        no_queries_for(row, "board")
+
+
+def test_only_with_a_loaded_relation() -> None:
+    board, card = board_and_card()
+    (loaded,) = Card.objects.filter(pk=card.pk).select_related("board").only("title", "board__name")
+    no_queries_for(loaded, "board")
+    assert loaded.board.name == board.name

@@ -22,7 +22,7 @@ relation raises ``DoesNotExist`` as it does without ``select_related``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,13 +165,14 @@ def with_tree(queryset: models.QuerySet[Any], tree: RelatedTree) -> models.Query
 
 
 def split_select_related(
-    queryset: models.QuerySet[Any], databases: Sequence[str]
+    queryset: models.QuerySet[Any], databases: Callable[[], Sequence[str]]
 ) -> tuple[models.QuerySet[Any], list[Hop]]:
-    """``queryset`` with only the joins that stay on ``databases``, and the relations
-    to load from their own databases after its rows (none: ``queryset`` itself)."""
+    """``queryset`` with only the joins that stay on ``databases()`` (asked only when
+    something is selected), and the relations to load from their own databases after
+    its rows (none: ``queryset`` itself)."""
     if queryset.query.combinator or not select_related_request(queryset):
         return queryset, []
-    joined, hops = split_tree(queryset.model, requested_tree(queryset), databases)
+    joined, hops = split_tree(queryset.model, requested_tree(queryset), databases())
     if not hops:
         return queryset, []
     return with_tree(queryset, joined), hops
@@ -237,7 +238,7 @@ def _load_relation(relation: Any, objs: Sequence[models.Model], below: RelatedTr
     target = relation.related_model
     groups: dict[str, dict[Any, None]] = {}
     for obj in objs:
-        value = getattr(obj, source_attname)
+        value = obj.__dict__.get(source_attname)  # a deferred key is left to be read lazily
         if value is None:
             continue
         for alias in _databases_for(relation, obj, value):
@@ -247,7 +248,9 @@ def _load_relation(relation: Any, objs: Sequence[models.Model], below: RelatedTr
         for loaded in _fetch(target, alias, filter_name, list(values), below):
             found[getattr(loaded, filter_name)] = loaded
     for obj in objs:
-        value = getattr(obj, source_attname)
+        if source_attname not in obj.__dict__:
+            continue
+        value = obj.__dict__[source_attname]
         row = found.get(value) if value is not None else None
         if relation.concrete:
             if row is None:

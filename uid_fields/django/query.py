@@ -52,7 +52,7 @@ class PrimaryModelIterable(ModelIterable):  # type: ignore[type-arg]
 
     def _rows(self) -> Iterator[Any]:
         queryset = self.queryset
-        joined, hops = split_select_related(queryset, (queryset.primary_db,))
+        joined, hops = split_select_related(queryset, lambda: (queryset.primary_db,))
         if not hops:
             yield from super().__iter__()
             return
@@ -313,7 +313,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         )
         aliases = self._shard_aliases or ()
         # Relations on other databases are loaded once, for the merged page of rows.
-        joined, hops = split_select_related(self, aliases)
+        joined, hops = split_select_related(self, lambda: aliases)
         shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
         rows = merged_rows(self, shards)
         low, high = self.query.low_mark, self.query.high_mark
