@@ -1,8 +1,9 @@
 """Admin for sharded models: a shard selector, decoded times, views routed by the id.
 
 Django's admin knows one database. Here the changelist reads the shard chosen in its
-"shard" filter (the first one by default), while change, delete and history views
-find the object on the shard its id names, because an id filter routes itself.
+"shard" filter (the first one by default, or "All shards"); a search reads every shard
+unless a shard was chosen; change, delete and history views find the object on the
+shard its id names, because an id filter routes itself.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django.contrib.admin.views.main import SEARCH_VAR, ChangeList
+from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, transaction
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.utils import timezone
@@ -22,9 +24,18 @@ from django.utils.translation import gettext_lazy as _
 from .fields import UidField
 from .routing import colocated, pin_shard, sharded_pk
 
-__all__ = ["CreatedFilter", "ShardFilter", "ShardedAdminMixin", "ShardedModelAdmin"]
+__all__ = [
+    "ALL_SHARDS",
+    "CreatedFilter",
+    "ShardFilter",
+    "ShardedAdminMixin",
+    "ShardedChangeList",
+    "ShardedModelAdmin",
+]
 
 SHARD_PARAM = "shard"
+#: The shard filter's value for a changelist of every shard (``?shard=__all__``).
+ALL_SHARDS = "__all__"
 
 
 def _uid_pk(model: type[models.Model]) -> UidField | None:
@@ -33,16 +44,22 @@ def _uid_pk(model: type[models.Model]) -> UidField | None:
 
 
 class ShardFilter(admin.SimpleListFilter):
-    """Points the changelist at one shard database (the first by default)."""
+    """Points the changelist at one shard database (the first by default), or at every
+    shard ("All shards", also what a search without a chosen shard reads)."""
 
     title = _("shard")
     parameter_name = SHARD_PARAM
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(alias, alias) for alias in model_admin.shard_aliases()]
+    def __init__(self, request: HttpRequest, params: Any, model: Any, model_admin: Any) -> None:
+        super().__init__(request, params, model, model_admin)
+        self.shown = model_admin.selected_shard(request) or ALL_SHARDS
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        aliases = [(alias, alias) for alias in model_admin.shard_aliases()]
+        return [(ALL_SHARDS, _("All shards")), *aliases]
 
     def value(self) -> Any:
-        return super().value() or self.lookup_choices[0][0]
+        return self.shown
 
     def choices(self, changelist: Any) -> Any:
         current = self.value()
@@ -95,11 +112,24 @@ class ShardedAdminMixin:
         return field.shard_map.databases
 
     def selected_shard(self, request: HttpRequest) -> str | None:
+        """The one shard the changelist shows, or None for every shard.
+
+        The shard its filter names; every shard for "All shards", and for a search that
+        names no shard (a match may be on any of them, and "0 results" must mean none
+        anywhere); else the first shard.
+        """
         aliases = self.shard_aliases()
         if not aliases:
             return None
         chosen = request.GET.get(SHARD_PARAM)
-        return chosen if chosen in aliases else aliases[0]
+        if chosen in aliases:
+            return chosen
+        if chosen == ALL_SHARDS or self._searches(request):
+            return None
+        return aliases[0]
+
+    def _searches(self, request: HttpRequest) -> bool:
+        return bool(request.GET.get(SEARCH_VAR)) and bool(self.get_search_fields(request))  # type: ignore[attr-defined]
 
     def _is_changelist(self, request: HttpRequest) -> bool:
         match = getattr(request, "resolver_match", None)
@@ -107,13 +137,27 @@ class ShardedAdminMixin:
 
     def get_queryset(self, request: HttpRequest) -> Any:
         queryset = super().get_queryset(request)  # type: ignore[misc]
-        alias = self.selected_shard(request)
-        if alias is not None and self._is_changelist(request):
-            return queryset.using(alias)
+        if not self.shard_aliases():
+            return queryset
+        alias = self.selected_shard(request) if self._is_changelist(request) else None
         if alias is not None:
-            # Autocomplete, raw-id lookups, choices: rows of every shard, merged.
-            return queryset.on_all_shards()
-        return queryset
+            return queryset.using(alias)
+        # Every shard, merged: the changelist of all shards (and its search), autocomplete,
+        # raw-id lookups, choices.
+        return queryset.on_all_shards()
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> Any:
+        return ShardedChangeList
+
+    def get_sortable_by(self, request: HttpRequest) -> Any:
+        """Columns a changelist of every shard can sort by: those a merge of the shards'
+        rows can repeat (a field of the model, not a related path or an expression)."""
+        sortable = super().get_sortable_by(request)  # type: ignore[misc]
+        if not self.shard_aliases() or not self._is_changelist(request):
+            return sortable
+        if self.selected_shard(request) is not None:
+            return sortable
+        return [name for name in sortable if _merges(self.model, name, self)]
 
     def get_list_filter(self, request: HttpRequest) -> Any:
         filters = list(super().get_list_filter(request))  # type: ignore[misc]
@@ -286,6 +330,49 @@ def _parts(obj: models.Model) -> Any:
         return field.decode(obj.pk)
     except (TypeError, ValueError):
         return None
+
+
+def _merges(model: type[models.Model], name: Any, model_admin: Any) -> bool:
+    """Whether a ``list_display`` column sorts by something a fan-out merge can repeat."""
+    if isinstance(name, str) and "__" in name:
+        return False  # a related path (Django 5.1+ list_display)
+    if not isinstance(name, str):
+        order: Any = getattr(name, "admin_order_field", None)
+    else:
+        try:
+            model._meta.get_field(name)
+        except FieldDoesNotExist:
+            source = getattr(model_admin, name, None) or getattr(model, name, None)
+            source = getattr(source, "fget", source)  # a property
+            order = getattr(source, "admin_order_field", None)
+        else:
+            return True
+    return order is None or _mergeable_order(order)
+
+
+def _mergeable_order(order: Any) -> bool:
+    """An ordering a fan-out merge repeats: a field of the model, not a related path or
+    an expression (``uid_fields.django.fanout.order_terms`` refuses those)."""
+    text = order.lstrip("-") if isinstance(order, str) else None
+    return text is not None and "__" not in text and text != "?"
+
+
+class ShardedChangeList(ChangeList):
+    """A changelist that, when it shows every shard, ignores a sort the merge of the
+    shards' rows cannot repeat (kept in the URL from a one-shard view) instead of failing."""
+
+    def __init__(self, request: HttpRequest, *args: Any, **kwargs: Any) -> None:
+        model_admin = kwargs.get("model_admin") or args[10]
+        self.every_shard = bool(model_admin.shard_aliases()) and (
+            model_admin.selected_shard(request) is None
+        )
+        super().__init__(request, *args, **kwargs)
+
+    def get_ordering_field(self, field_name: Any) -> Any:
+        order = super().get_ordering_field(field_name)
+        if self.every_shard and order is not None and not _mergeable_order(order):
+            return None
+        return order
 
 
 def _has_time(model: type[models.Model]) -> bool:

@@ -29,6 +29,8 @@ __all__ = [
     "NamedValuesListIterable",
     "ValuesIterable",
     "iterable_class",
+    "max_related_depth",
+    "select_related_request",
     "selected_names",
     "where_sql",
 ]
@@ -64,6 +66,8 @@ PRIVATE_QUERY_API = (
     "distinct",
     "combinator",
     "alias_map",
+    "select_related",
+    "max_depth",
 )
 
 
@@ -82,3 +86,15 @@ def where_sql(queryset: models.QuerySet[Any], sql: str) -> models.QuerySet[Any]:
     without the API Django plans to deprecate). The SQL goes through the driver's
     %-formatting, so a modulo in it is written ``%%``."""
     return queryset.filter(RawSQL(sql.replace("%", "%%"), (), output_field=BooleanField()))
+
+
+def select_related_request(queryset: models.QuerySet[Any]) -> bool | dict[str, Any]:
+    """What ``select_related`` asked: False, True (every non-null key) or the nested
+    dict of names (``{"board": {"owner": {}}}``)."""
+    request: bool | dict[str, Any] = queryset.query.select_related
+    return request
+
+
+def max_related_depth(queryset: models.QuerySet[Any]) -> int:
+    """How deep a bare ``select_related()`` follows keys."""
+    return int(queryset.query.max_depth)

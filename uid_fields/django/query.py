@@ -9,21 +9,26 @@ default the id, which for these ids is creation time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import suppress
 from typing import Any
 
 from django.apps import apps
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Min, Sum
-from django.db.models.query import (
-    ModelIterable,
-)
 
 from ..errors import ShardRoutingError
 from ..ops import merge
+from .compat import ModelIterable
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
-from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, valid_id
+from .id_lookups import (
+    ROUTING_LOOKUPS,
+    filter_shards,
+    is_id_list,
+    joined_shards,
+    plain_value,
+    valid_id,
+)
+from .joins import load_hops, split_select_related
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
@@ -31,20 +36,36 @@ from .transactions import sharded_atomic
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
-_ROUTING_LOOKUPS = {"": "exact", "exact": "exact", "in": "in"}
-
 
 class PrimaryModelIterable(ModelIterable):  # type: ignore[type-arg]
     """Model instances that name their primary in ``_state.db`` even when a replica was
     read: ``save()`` and related managers follow ``_state.db``, and must reach the
-    primary."""
+    primary. ``select_related`` joins only what lives on the query's database; the rest
+    is loaded from its own databases (``uid_fields.django.joins``), per batch of rows."""
 
     def __iter__(self) -> Iterator[Any]:
         primaries = replica_primaries()
-        for obj in super().__iter__():
+        for obj in self._rows():
             if primaries:
                 _to_primary(obj, primaries)
             yield obj
+
+    def _rows(self) -> Iterator[Any]:
+        queryset = self.queryset
+        joined, hops = split_select_related(queryset, lambda: (queryset.primary_db,))
+        if not hops:
+            yield from super().__iter__()
+            return
+        self.queryset = joined
+        batch: list[Any] = []
+        for obj in super().__iter__():
+            batch.append(obj)
+            if self.chunked_fetch and len(batch) >= self.chunk_size:
+                load_hops(batch, hops)
+                yield from batch
+                batch = []
+        load_hops(batch, hops)
+        yield from batch
 
 
 def _to_primary(obj: models.Model, primaries: dict[str, str], depth: int = 0) -> None:
@@ -189,7 +210,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             self.query.set_empty()
         if negate or self._db is not None:
             return
-        aliases = self._aliases_for(kwargs)
+        aliases = self._aliases_for(kwargs, args)
         if aliases is not None:
             self._narrow(aliases)
 
@@ -204,7 +225,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         impossible = False
         for lookup, value in kwargs.items():
             base, _, rest = lookup.partition("__")
-            kind = _ROUTING_LOOKUPS.get(rest)
+            kind = ROUTING_LOOKUPS.get(rest)
             if kind == "in" and is_id_list(value):
                 value = list(value)
             if field is None or base not in names or kind is None:
@@ -220,42 +241,13 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 clean[lookup] = value
         return clean, impossible
 
-    def _aliases_for(self, kwargs: dict[str, Any]) -> set[str] | None:
+    def _aliases_for(self, kwargs: dict[str, Any], args: Iterable[Any] = ()) -> set[str] | None:
+        """The shards ``filter(*args, **kwargs)`` names (None: it names none)."""
         field = self._sharded_field
         if field is None or field.shard_map is None:
             return None
-        pk_names = {"pk", field.name, field.attname}
-        key_names: set[str] = set()
-        if field.shard_key:
-            key_field = field.shard_key_field()
-            key_names = {key_field.name, key_field.attname}
-        found: set[str] | None = None
-        for lookup, value in kwargs.items():
-            base, _, rest = lookup.partition("__")
-            kind = _ROUTING_LOOKUPS.get(rest)
-            if kind is None:
-                continue
-            if base in pk_names:
-                values = lookup_values(value, kind)
-                if values is None:
-                    continue
-                aliases = set()
-                for item in values:
-                    with suppress(TypeError, ValueError):  # an id no shard can hold matches no row
-                        aliases.add(field.placement.database_of(plain_value(item)))
-            elif base in key_names and kind == "exact":
-                try:
-                    databases = field.databases_for_key(value)
-                except (TypeError, ValueError):
-                    aliases = set()  # a key no row can have (a parent id out of range)
-                else:
-                    if databases is None:
-                        continue
-                    aliases = set(databases)
-            else:
-                continue
-            found = aliases if found is None else found & aliases
-        return found
+        found = filter_shards(field, args, kwargs)
+        return None if found is None else set(found)
 
     def _narrow(self, aliases: set[str]) -> None:
         field = self._sharded_field
@@ -320,10 +312,15 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             self.model._meta.ordering and self.query.default_ordering
         )
         aliases = self._shard_aliases or ()
-        shards = [self._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
+        # Relations on other databases are loaded once, for the merged page of rows.
+        joined, hops = split_select_related(self, lambda: aliases)
+        shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
         rows = merged_rows(self, shards)
         low, high = self.query.low_mark, self.query.high_mark
-        return rows[low:high]
+        page = rows[low:high]
+        if hops:
+            load_hops(page, hops)
+        return page
 
     def _per_shard(self, work: Callable[[ShardedQuerySet], Any]) -> list[Any]:
         """``work`` on this query on each of its shards: at the same time when that is

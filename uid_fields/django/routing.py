@@ -80,13 +80,18 @@ def colocated(model: type[models.Model], other: type[models.Model]) -> bool:
 
 
 def _pointer(instance: models.Model, model: type[models.Model]) -> Any:
-    """The id ``instance`` holds in its one foreign key to ``model``, if it has one."""
+    """The id ``instance`` holds in its one foreign key to ``model``, if it has one.
+
+    Read from the instance's ``__dict__``: while ``Model.__init__`` assigns a related
+    object the key's column is not set yet, and a deferred column must not be loaded
+    (either would run a query for a row that may not exist).
+    """
     keys = [
         f
         for f in instance._meta.concrete_fields
         if f.is_relation and f.related_model is not None and issubclass(model, f.related_model)
     ]
-    return getattr(instance, keys[0].attname) if len(keys) == 1 else None
+    return instance.__dict__.get(keys[0].attname) if len(keys) == 1 else None
 
 
 def database_for_instance(instance: models.Model) -> str:

@@ -3,12 +3,14 @@
 Shard maps (``shards``), the routes that read a logical shard from an id (``routes``),
 shard keys and co-location (``keys``), the placement authority adapters call for every
 row (``authority``), the rule for ids a caller chose, on new objects and on stored rows
-(``new_objects``), ranges named by an attribute of the application (``key_ranges``)
-and the SQL range predicates of a shard (``predicates``). Built on ``uid_fields.ids``;
+(``new_objects``), ranges named by an attribute of the application (``key_ranges``),
+the SQL range predicates of a shard (``predicates``) and the databases an AND or an OR
+of routing conditions names (``conditions``). Built on ``uid_fields.ids``;
 knows no ORM and no settings.
 """
 
 from .authority import KeyHash, Placement, allow_off_shard_writes, off_shard_writes_allowed
+from .conditions import all_of, any_of
 from .key_ranges import KeyRanges
 from .keys import (
     colocated_logical_shard,
@@ -41,7 +43,9 @@ __all__ = [
     "Placement",
     "Route",
     "ShardMap",
+    "all_of",
     "allow_off_shard_writes",
+    "any_of",
     "check_id_change",
     "colocated_logical_shard",
     "id_for_new_object",

@@ -27,7 +27,7 @@ from sqlalchemy.sql.elements import (
 from sqlalchemy.sql.schema import Column, Table
 
 from ..errors import ConfigurationError
-from ..placement import Placement, Route, ShardMap
+from ..placement import Placement, Route, ShardMap, all_of, any_of
 from .fields import FieldConfig, field_config
 
 __all__ = ["Router", "TableRoute"]
@@ -223,12 +223,9 @@ class Router:
             operators.or_,
         ):
             parts = [self.criteria_shards(c, params) for c in clause.clauses]
-            if clause.operator is operators.and_:
-                known = [p for p in parts if p is not None]
-                return set.intersection(*known) if known else None
-            if any(p is None for p in parts):
-                return None
-            return set().union(*parts)  # type: ignore[arg-type]
+            combine = all_of if clause.operator is operators.and_ else any_of
+            combined = combine(parts)  # the core's rule, as Django's Q objects use it
+            return None if combined is None else set(combined)
         if isinstance(clause, BinaryExpression):
             if clause.operator is operators.eq:
                 for column, other in ((clause.left, clause.right), (clause.right, clause.left)):

@@ -5,8 +5,12 @@ from django.contrib import admin
 from uid_fields.django.admin import ShardedModelAdmin
 
 from .models import (
+    Board,
+    Card,
+    CardStep,
     Customer,
     LegacyRow,
+    Memo,
     Note,
     Order,
     PageView,
@@ -50,6 +54,44 @@ class NoteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """An ordinary model on default with a key to a sharded customer."""
 
     raw_id_fields = ["customer"]
+
+
+@admin.register(Card)
+class CardAdmin(ShardedModelAdmin):
+    """Keys in ``list_display`` to a board on any shard and to ``auth.User`` on default:
+    Django's changelist joins them (``select_related()``)."""
+
+    list_display = ["title", "board", "created_by", "coupon"]
+    search_fields = ["title"]
+
+
+@admin.register(Board)
+class BoardAdmin(ShardedModelAdmin):
+    """A nullable key to ``default`` joined by the changelist (as Django 6.1 does for
+    every key in ``list_display``)."""
+
+    list_display = ["name", "owner"]
+    list_select_related = ["owner"]
+    search_fields = ["name"]
+
+
+@admin.register(CardStep)
+class CardStepAdmin(ShardedModelAdmin):
+    """A column sorted through the co-located card: one shard joins it, a merge of every
+    shard's rows cannot repeat it."""
+
+    list_display = ["label", "card_title"]
+
+    @admin.display(ordering="card__title")
+    def card_title(self, obj: CardStep) -> str:
+        return obj.card.title
+
+
+@admin.register(Memo)
+class MemoAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """An ordinary model's admin with a key to sharded rows in ``list_display``."""
+
+    list_display = ["text", "board"]
 
 
 for model in (Photo, PageView, LegacyRow, PhpRow):

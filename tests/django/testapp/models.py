@@ -182,3 +182,76 @@ class Ranked(models.Model):
     name = models.CharField(max_length=20)
 
     objects = ShardedManager()
+
+
+class Board(models.Model):
+    """A tenant-like sharded row (its own ids), with a nullable key to ``auth.User`` on
+    ``default``."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    name = models.CharField(max_length=50)
+    owner = models.ForeignKey(
+        "auth.User", null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Card(models.Model):
+    """A task-like row with ids of its own: a soft key to a board that may be on another
+    shard, a key to ``auth.User`` and a nullable key to a model on ``default``."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    board = models.ForeignKey(
+        Board, on_delete=models.DO_NOTHING, db_constraint=False, related_name="cards"
+    )
+    created_by = models.ForeignKey(
+        "auth.User", on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    coupon = models.ForeignKey(
+        Coupon, null=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    title = models.CharField(max_length=50)
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class CardStep(models.Model):
+    """Co-located with its card (the shard key is the foreign key)."""
+
+    id = ShardedBigIntField(primary_key=True, generator="photos", shards="main", shard_key="card")
+    card = models.ForeignKey(Card, on_delete=models.CASCADE, related_name="steps")
+    label = models.CharField(max_length=20, blank=True)
+
+    objects = ShardedManager()
+
+
+class CardCover(models.Model):
+    """A one-to-one soft key from rows of their own ids: the cover may live on another shard
+    than its card (``card.cover`` is a reverse one-to-one across databases)."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    card = models.OneToOneField(
+        Card, on_delete=models.DO_NOTHING, db_constraint=False, related_name="cover"
+    )
+    color = models.CharField(max_length=20, blank=True)
+
+    objects = ShardedManager()
+
+
+class Memo(models.Model):
+    """An ordinary model on ``default`` with a key to sharded boards, given the sharded
+    manager so that ``select_related("board")`` reads the boards from their shards."""
+
+    board = models.ForeignKey(
+        Board, on_delete=models.DO_NOTHING, db_constraint=False, related_name="memos"
+    )
+    text = models.CharField(max_length=50, blank=True)
+
+    objects = ShardedManager()
