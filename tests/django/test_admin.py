@@ -123,6 +123,8 @@ def test_inlines_of_co_located_models(client: Client) -> None:
         f"{prefix}-0-sku": "renamed",
         f"{prefix}-1-purchase": str(purchase.pk),
         f"{prefix}-1-sku": "added",
+        "remarks-TOTAL_FORMS": "0",  # the follower inline (tests/django/test_followers.py)
+        "remarks-INITIAL_FORMS": "0",
     }
     response = client.post(url, data)
     assert response.status_code == 302, re.findall(

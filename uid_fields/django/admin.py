@@ -162,10 +162,17 @@ class ShardedAdminMixin:
                 # A new object: its shard is known only once the form builds it.
                 for each in aliases:
                     stack.enter_context(transaction.atomic(using=each))
-            stack.enter_context(
-                pin_shard(self.model, alias or self.selected_shard(request) or aliases[0])
-            )
+            pinned = alias or self.selected_shard(request) or aliases[0]
+            for model in (self.model, *self._inline_models_with_it()):
+                stack.enter_context(pin_shard(model, pinned))
             return view()  # type: ignore[no-any-return]
+
+    def _inline_models_with_it(self) -> list[type[models.Model]]:
+        """Inline models whose rows live on their parent's database (co-located children
+        and followers): Django asks the router about them without naming a row (an
+        inline row's delete check), and the answer is the parent's shard."""
+        inlines = getattr(self, "inlines", ())
+        return [i.model for i in inlines if colocated(i.model, self.model)]
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         return self._on_shard(

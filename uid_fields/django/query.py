@@ -23,6 +23,7 @@ from ..errors import ShardRoutingError
 from ..ops import merge
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
+from .followers import clean_parent_lookups, parent_databases
 from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, valid_id
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
@@ -199,6 +200,9 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         One-shot iterators are read once here, before Django and routing both need them.
         """
         field = self._sharded_field
+        link = parent_link(self.model) if field is None else None
+        if link is not None:  # a follower: its parent's ids are the ones that route
+            return clean_parent_lookups(link, kwargs)
         names = {"pk", field.name, field.attname} if field is not None else {"pk"}
         clean: dict[str, Any] = {}
         impossible = False
@@ -222,7 +226,10 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def _aliases_for(self, kwargs: dict[str, Any]) -> set[str] | None:
         field = self._sharded_field
-        if field is None or field.shard_map is None:
+        if field is None:
+            link = parent_link(self.model)  # a follower is routed by its parent's id
+            return None if link is None else parent_databases(link, kwargs)
+        if field.shard_map is None:
             return None
         pk_names = {"pk", field.name, field.attname}
         key_names: set[str] = set()
@@ -258,9 +265,8 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         return found
 
     def _narrow(self, aliases: set[str]) -> None:
-        field = self._sharded_field
-        assert field is not None and field.shard_map is not None
-        current = self._shard_aliases or field.shard_map.databases
+        current = self._shard_aliases or self._shard_databases()
+        assert current, f"{self.model.__name__} does not live on shards"
         kept = tuple(a for a in current if a in aliases)
         if not kept:
             self.query.set_empty()
@@ -459,14 +465,14 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def _lookup_scope(self, kwargs: dict[str, Any]) -> ShardedQuerySet:
         """Where to look for a row matching ``kwargs``: its shard, or every shard."""
-        if self._db is not None or self._sharded_field is None:
+        if self._db is not None or not self._shard_databases():
             return self
         if self._shard_aliases is not None or self._aliases_for(kwargs) is not None:
             return self
         return self.on_all_shards()
 
     def get_or_create(self, defaults: Any = None, **kwargs: Any) -> tuple[Any, bool]:
-        if self._sharded_field is None:
+        if not self._shard_databases():
             return super().get_or_create(defaults, **kwargs)
         self._for_write = True
         try:
@@ -491,7 +497,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def update_or_create(
         self, defaults: Any = None, create_defaults: Any = None, **kwargs: Any
     ) -> tuple[Any, bool]:
-        if self._sharded_field is None:
+        if not self._shard_databases():
             extra = {} if create_defaults is None else {"create_defaults": create_defaults}
             return super().update_or_create(defaults, **extra, **kwargs)
         defaults = defaults or {}

@@ -14,6 +14,7 @@ from .models import (
     PhpRow,
     Purchase,
     PurchaseLine,
+    Remark,
     Review,
 )
 
@@ -29,10 +30,17 @@ class PurchaseLineInline(admin.TabularInline):  # type: ignore[type-arg]
     extra = 1
 
 
+class RemarkInline(admin.TabularInline):  # type: ignore[type-arg]
+    """A follower (an id of its own, no shards=) edited under its sharded parent."""
+
+    model = Remark
+    extra = 1
+
+
 @admin.register(Purchase)
 class PurchaseAdmin(ShardedModelAdmin):
     list_display = ["total", "customer"]
-    inlines = [PurchaseLineInline]
+    inlines = [PurchaseLineInline, RemarkInline]
 
 
 @admin.register(Customer)
