@@ -133,6 +133,31 @@ def test_default_manager_must_be_sharded() -> None:
     assert manager_errors([Plain])[0].id == "uid_fields.E007"
 
 
+@isolate_apps("tests.django.testapp")
+def test_a_followers_default_manager_must_be_sharded_too() -> None:
+    """A follower is routed by its parent's id only through a ShardedManager."""
+    from tests.django.testapp.models import Order
+
+    class PlainLine(models.Model):
+        id = SnowflakeField(primary_key=True)
+        order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="+")
+
+        class Meta:
+            app_label = "testapp"
+
+    class RoutedLine(models.Model):
+        id = SnowflakeField(primary_key=True)
+        order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="+")
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    (error,) = manager_errors([PlainLine, RoutedLine])
+    assert error.id == "uid_fields.E007" and error.obj is PlainLine
+    assert "filter(order=...)" in error.msg
+
+
 @pytest.mark.skipif(settings.BACKEND == "postgres", reason="the shards here are PostgreSQL")
 @isolate_apps("tests.django.testapp")
 def test_database_default_needs_postgresql() -> None:

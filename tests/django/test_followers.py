@@ -289,3 +289,28 @@ def test_the_audit_covers_followers(model: type, method: str) -> None:
     with pytest.raises(CommandError, match="1 rows are stored off their shard"):
         call_command("uid_fields", "audit", model._meta.label, stdout=out)
     assert f"{model._meta.label} on {wrong}: 1 misplaced" in out.getvalue()
+
+
+def test_a_followers_own_admin_lists_changes_and_deletes_it_on_its_shard(client: Client) -> None:
+    first, purchase = purchases_on_two_shards()
+    shard = purchase._state.db
+    remark = Remark.objects.create(purchase=purchase, text="listed")
+    other = Remark.objects.create(purchase=first, text="elsewhere")
+    listing = client.get(reverse("admin:testapp_remark_changelist"), {"shard": shard})
+    assert listing.status_code == 200
+    html = listing.content.decode()
+    assert str(remark.pk) in html and str(other.pk) not in html
+    url = reverse("admin:testapp_remark_change", args=[remark.pk])
+    page = client.get(url)
+    assert page.status_code == 200 and "uid-parts" in page.content.decode()
+    data = {"purchase": str(purchase.pk), "text": "edited"}
+    assert client.post(url, data).status_code == 302
+    assert Remark.objects.get(purchase=purchase).text == "edited"
+    delete = reverse("admin:testapp_remark_delete", args=[remark.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 302
+    assert not Remark.objects.filter(purchase=purchase).exists()
+    assert Remark.objects.filter(purchase=first).get() == other
+    assert client.get(reverse("admin:testapp_remark_change", args=[remark.pk])).status_code in (
+        302,
+        404,
+    )

@@ -20,7 +20,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from .fields import UidField
-from .routing import colocated, pin_shard, sharded_pk
+from .routing import colocated, pin_shard, placing_field, sharded_pk
 
 __all__ = ["CreatedFilter", "ShardFilter", "ShardedAdminMixin", "ShardedModelAdmin"]
 
@@ -89,7 +89,8 @@ class ShardedAdminMixin:
 
     # -- shards --------------------------------------------------------------------------
     def shard_aliases(self) -> tuple[str, ...]:
-        field = sharded_pk(self.model)
+        """The databases of the model's rows: its shard map's, or a follower's parent's."""
+        field = placing_field(self.model)
         if field is None or field.shard_map is None:
             return ()
         return field.shard_map.databases
@@ -145,11 +146,24 @@ class ShardedAdminMixin:
     def _object_shard(self, object_id: str | None) -> str | None:
         field = sharded_pk(self.model)
         if field is None or field.shard_map is None or object_id is None:
-            return None
+            return self._follower_shard(object_id)
         try:
             return field.shard_map.database_for(field.to_python(object_id))
         except (ValidationError, TypeError, ValueError):
             return None
+
+    def _follower_shard(self, object_id: str | None) -> str | None:
+        """Where a follower row is: its own id names no shard, so every shard is asked."""
+        pk = _uid_pk(self.model)
+        if pk is None or object_id is None or not self.shard_aliases():
+            return None
+        try:
+            value = pk.to_python(object_id)
+        except ValidationError:
+            return None
+        rows = self.model._default_manager.using(None).filter(pk=value)
+        found = rows.first()
+        return None if found is None else found._state.db
 
     def _on_shard(self, request: HttpRequest, object_id: str | None, view: Any) -> HttpResponse:
         aliases = self.shard_aliases()

@@ -7,7 +7,7 @@ table exists). Problems of the dict itself come from the core validator
 
 Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missing from
 DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind does not
-fit the field, E007 sharded model whose default manager is not sharded, E008 unknown
+fit the field, E007 sharded (or follower) model whose default manager is not sharded, E008 unknown
 shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
 attribute is taken, E011 a foreign key between rows that may live on different
 databases, E012 two generators that would issue the same ids, E013 an unknown key in
@@ -392,14 +392,20 @@ def _on_shards(model: Any) -> bool:
 def manager_errors(models: Any) -> list[checks.CheckMessage]:
     errors: list[checks.CheckMessage] = []
     for model in models:
-        if sharded_pk(model) is None:
+        if not _on_shards(model):
             continue
         manager = model._default_manager
         if not issubclass(manager._queryset_class, ShardedQuerySet):
+            link = parent_link(model)
+            what, calls = (
+                ("sharded by its id", "get(pk=...) and create()")
+                if link is None
+                else (f"placed by its {link.name}", f"filter({link.name}=...) and create()")
+            )
             errors.append(
                 checks.Error(
-                    f"{model._meta.label} is sharded by its id, but its default manager "
-                    f"{manager.name!r} is not a ShardedManager, so get(pk=...) and create() "
+                    f"{model._meta.label} is {what}, but its default manager "
+                    f"{manager.name!r} is not a ShardedManager, so {calls} "
                     "would not be routed",
                     hint="Set objects = ShardedManager() (uid_fields.django.ShardedManager).",
                     obj=model,

@@ -24,6 +24,7 @@ __all__ = [
     "allow_off_shard_writes",
     "check_write",
     "database_for_instance",
+    "placing_field",
     "sharded_pk",
 ]
 
@@ -52,6 +53,16 @@ def parent_link(model: Any) -> Any:
         if target is not None and getattr(field, "db_constraint", False) and sharded_pk(target):
             return field
     return None
+
+
+def placing_field(model: Any) -> UidField | None:
+    """The sharded id whose placement decides where ``model``'s rows live: the model's
+    own, or, for a follower, its parent's (None for a model that is not on shards)."""
+    field = sharded_pk(model)
+    if field is None:
+        link = parent_link(model)
+        field = sharded_pk(link.related_model) if link is not None else None
+    return field
 
 
 def colocated(model: type[models.Model], other: type[models.Model]) -> bool:

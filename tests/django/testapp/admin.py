@@ -60,5 +60,5 @@ class NoteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     raw_id_fields = ["customer"]
 
 
-for model in (Photo, PageView, LegacyRow, PhpRow):
+for model in (Photo, PageView, LegacyRow, PhpRow, Remark):
     admin.site.register(model, ShardedModelAdmin)
