@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
@@ -13,6 +12,7 @@ from uid_fields.django import (
     SnowflakeField,
     UniqIdField,
 )
+from uid_fields.django.generic import GenericForeignKey
 
 
 class Order(models.Model):
