@@ -7,8 +7,8 @@ find the object on the shard its id names, because an id filter routes itself.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-from datetime import timedelta
+from contextlib import ExitStack, suppress
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -19,12 +19,15 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
+from .._internal.timeutil import describe_ms
 from .fields import UidField
 from .routing import colocated, pin_shard, placing_field, sharded_pk
 
 __all__ = ["CreatedFilter", "ShardFilter", "ShardedAdminMixin", "ShardedModelAdmin"]
 
 SHARD_PARAM = "shard"
+#: The "created" column of an id whose time no datetime holds (past the year 9999).
+OUT_OF_RANGE = _("out of range")
 
 
 def _uid_pk(model: type[models.Model]) -> UidField | None:
@@ -255,9 +258,18 @@ class ShardedAdminMixin:
 
     @admin.display(description=_("created"), ordering="pk")
     def created(self, obj: models.Model) -> Any:
+        """The id's time in the current time zone; "out of range" for a time no datetime
+        holds (a locality UUID's 48 bits of ms reach the year 10889), in UTC when the
+        zone would carry it past the year 9999."""
         parts = _parts(obj)
-        dt = getattr(parts, "datetime", None)
-        return "" if dt is None else timezone.localtime(dt).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        if parts is None:
+            return ""
+        dt = _decoded_time(parts)
+        if dt is None:
+            return OUT_OF_RANGE
+        with suppress(OverflowError):  # 9999-12-31 UTC is 10000 east of it: shown in UTC
+            dt = timezone.localtime(dt)
+        return dt.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
     @admin.display(description=_("shard"))
     def shard(self, obj: models.Model) -> str:
@@ -268,7 +280,9 @@ class ShardedAdminMixin:
         parts = _parts(obj)
         if parts is None:
             return "-"
-        rows = [("id", str(obj.pk)), ("created (UTC)", parts.datetime.isoformat())]
+        dt = _decoded_time(parts)
+        created = describe_ms(parts.timestamp_ms) if dt is None else dt.isoformat()
+        rows = [("id", str(obj.pk)), ("created (UTC)", created)]
         for key, value in parts.as_dict().items():
             if key not in ("id", "datetime", "timestamp_ms"):
                 rows.append((key, str(value)))
@@ -306,6 +320,14 @@ def _parts(obj: models.Model) -> Any:
     try:
         return field.decode(obj.pk)
     except (TypeError, ValueError):
+        return None
+
+
+def _decoded_time(parts: Any) -> datetime | None:
+    """The aware UTC time of decoded parts, None when no datetime holds it."""
+    try:
+        return parts.datetime  # type: ignore[no-any-return]
+    except (ValueError, OverflowError):
         return None
 
 
