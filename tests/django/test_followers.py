@@ -110,6 +110,25 @@ def test_a_malformed_or_unknown_parent_matches_nothing() -> None:
     assert Remark.objects.filter(purchase_id=one.pk + 1).count() == 0
 
 
+def test_prefetching_followers_of_parents_on_several_shards() -> None:
+    one, two = purchases_on_two_shards()
+    for purchase in (one, two):
+        for i in range(2):
+            Remark.objects.create(purchase=purchase, text=f"{purchase.pk}-{i}")
+    with capture_all() as log:
+        purchases = list(
+            Purchase.objects.filter(pk__in=[one.pk, two.pk]).prefetch_related("remarks")
+        )
+    assert {p.pk: sorted(r.text for r in p.remarks.all()) for p in purchases} == {
+        p.pk: [f"{p.pk}-0", f"{p.pk}-1"] for p in (one, two)
+    }
+    # Django filters a prefetch with a Q object; while Q objects do not narrow the
+    # shards, every shard is read, and nothing else.
+    assert {one._state.db, two._state.db} <= log.aliases("SELECT") <= set(settings.SHARDS)
+    parents = Remark.objects.filter(purchase__in=[one, two]).select_related("purchase")
+    assert {r.purchase for r in parents} == {one, two}
+
+
 def test_a_lookup_by_its_own_id_alone_says_how_to_find_the_row() -> None:
     one, _two = purchases_on_two_shards()
     remark = Remark.objects.create(purchase=one, text="x")
