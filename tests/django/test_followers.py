@@ -108,6 +108,9 @@ def test_a_malformed_or_unknown_parent_matches_nothing() -> None:
     assert list(Remark.objects.filter(purchase_id="abc")) == []
     assert list(Remark.objects.filter(purchase__in=["abc"])) == []
     assert Remark.objects.filter(purchase_id=one.pk + 1).count() == 0
+    with pytest.raises(Remark.DoesNotExist):  # its own malformed id: a 404, not a 500
+        Remark.objects.filter(purchase=one).get(pk="abc")
+    assert list(Remark.objects.filter(purchase=one, pk__in=["abc", "1x"])) == []
 
 
 def test_prefetching_followers_of_parents_on_several_shards() -> None:

@@ -200,12 +200,14 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         One-shot iterators are read once here, before Django and routing both need them.
         """
         field = self._sharded_field
+        impossible = False
         link = parent_link(self.model) if field is None else None
-        if link is not None:  # a follower: its parent's ids are the ones that route
-            return clean_parent_lookups(link, kwargs)
+        if link is not None:  # a follower: its parent's ids route, its own are checked
+            kwargs, impossible = clean_parent_lookups(link, kwargs)
+            own = self.model._meta.pk
+            field = own if isinstance(own, UidField) else None
         names = {"pk", field.name, field.attname} if field is not None else {"pk"}
         clean: dict[str, Any] = {}
-        impossible = False
         for lookup, value in kwargs.items():
             base, _, rest = lookup.partition("__")
             kind = _ROUTING_LOOKUPS.get(rest)
