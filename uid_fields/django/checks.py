@@ -7,8 +7,8 @@ table exists). Problems of the dict itself come from the core validator
 
 Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missing from
 DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind does not
-fit the field, E007 sharded (or follower) model whose default manager is not sharded, E008 unknown
-shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
+fit the field, E007 sharded (or follower) model whose default manager is not sharded,
+E008 unknown shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
 attribute is taken, E011 a foreign key between rows that may live on different
 databases, E012 two generators that would issue the same ids, E013 an unknown key in
 UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relation of
