@@ -12,7 +12,9 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+from django.db import models
 from django.test import Client
+from django.test.utils import isolate_apps
 from django.urls import reverse
 
 from tests.django.helpers import capture_all
@@ -24,8 +26,14 @@ from tests.django.testapp.models import (
     PurchaseLine,
     Remark,
 )
-from uid_fields.django import ShardRoutingError, allow_off_shard_writes
+from uid_fields.django import (
+    ShardedManager,
+    ShardRoutingError,
+    SnowflakeField,
+    allow_off_shard_writes,
+)
 from uid_fields.django.audit import audit_model
+from uid_fields.django.routing import unroutable
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -139,11 +147,26 @@ def test_a_lookup_by_its_own_id_alone_says_how_to_find_the_row() -> None:
         Remark.objects.get(pk=remark.pk)
     message = str(caught.value)
     assert "Purchase" in message and "purchase=" in message and "on_all_shards()" in message
+    assert "purchase.remarks.all()" in message
     with pytest.raises(ShardRoutingError):
         Remark.objects.filter(text="x").count()
     assert Remark.objects.on_all_shards().get(pk=remark.pk) == remark
     assert Remark.objects.get(pk=remark.pk, purchase=one) == remark
     assert one.remarks.get(pk=remark.pk) == remark  # type: ignore[attr-defined]
+
+
+@isolate_apps("tests.django.testapp")
+def test_the_message_of_a_follower_without_a_reverse_accessor() -> None:
+    class HiddenLine(models.Model):
+        id = SnowflakeField(primary_key=True)
+        order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="+")
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    message = str(unroutable(HiddenLine))
+    assert "order_id=" in message and "None" not in message
 
 
 def test_a_parents_cascade_deletes_its_followers_on_its_database() -> None:

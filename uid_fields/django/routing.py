@@ -217,13 +217,14 @@ def unroutable(model: type[models.Model]) -> ShardRoutingError:
     if link is not None:
         # A follower's own id names no shard: only its parent's id can.
         parent = link.related_model.__name__
-        reverse = link.remote_field.get_accessor_name()
+        hidden = (link.remote_field.related_name or "").endswith("+")  # no reverse accessor
+        reverse = None if hidden else link.remote_field.get_accessor_name()
+        through = f"read them through it ({link.name}.{reverse}.all()), " if reverse else ""
         return ShardRoutingError(
             f"this {name} query names no shard: {name} rows live on their {parent}'s "
             f"database and their own ids name none, so filter by the {parent} "
-            f"({link.name}=, {link.attname}=, {link.name}__in=), read them through it "
-            f"({link.name}.{reverse}.all()), pick one with .using(alias), or fan out with "
-            f"{name}.objects.on_all_shards()"
+            f"({link.name}=, {link.attname}=, {link.name}__in=), {through}pick one with "
+            f".using(alias), or fan out with {name}.objects.on_all_shards()"
         )
     return ShardRoutingError(
         f"this {name} query names no shard: filter by its id (pk=, pk__in=) or its shard "
