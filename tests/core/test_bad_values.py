@@ -27,6 +27,37 @@ def test_locality_times_past_the_year_9999_are_a_clear_value_error() -> None:
         _ = parts.datetime
 
 
+def test_decoded_parts_past_the_year_9999_still_list_every_part() -> None:
+    """as_dict() (the CLI, the admin's parts panel) says the time is out of range and
+    keeps the rest; only .datetime, which must be a datetime, raises."""
+    value = uuid.UUID("5bcb4db0-2b9e-b000-0001-ffffffffffff")
+    described = locality.decompose(value).as_dict()
+    assert described["datetime"].startswith("out of range")
+    assert "281474976710655" in described["datetime"]
+    assert (described["pid"], described["timestamp_ms"]) == (0x2B9E, (1 << 48) - 1)
+    wide = SnowflakeLayout(epoch_ms=0, time_bits=50, sequence_bits=12)
+    parts = wide.decompose(wide.compose(timestamp_ms=(1 << 50) - 1, sequence=3))
+    assert parts.as_dict()["datetime"].startswith("out of range")
+    assert "out of range" in repr(parts)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "uid_fields",
+            "decode",
+            str(value),
+            "--layout",
+            "locality",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"datetime": "out of range' in result.stdout
+
+
 def test_a_layout_lasting_past_9999_reports_the_last_datetime() -> None:
     seconds = SnowflakeLayout(epoch_ms=0, time_bits=41, time_unit_ms=1000, sequence_bits=22)
     assert seconds.exhausted_at.year == 9999

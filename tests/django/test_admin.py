@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 from django.conf import settings
@@ -10,6 +11,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.test.utils import override_settings
 from django.urls import reverse
+
+from uid_fields import locality
 
 from .testapp.models import Customer, Order, PageView, Purchase, PurchaseLine
 
@@ -104,6 +107,45 @@ def test_bad_uuid_redirects(client: Client) -> None:
     assert ok.status_code == 200 and "pid" in ok.content.decode()
 
 
+def far_future_view(timestamp_ms: int = (1 << 48) - 1) -> PageView:
+    """A page view whose locality UUID decodes past the year 9999 (48 bits of ms reach
+    10889): a restored or hand-made row, never one the generator makes."""
+    value = locality.compose(counter=7, pid=1, mac=2, timestamp_ms=timestamp_ms)
+    return PageView.objects.create(id=value, path="/future")
+
+
+def test_a_time_past_the_year_9999_shows_as_out_of_range(client: Client) -> None:
+    view = far_future_view()
+    normal = PageView.objects.create(path="/now")
+    for row in (view, normal):
+        listing = client.get(reverse("admin:testapp_pageview_changelist"), {"shard": row._state.db})
+        assert listing.status_code == 200
+        assert str(row.pk) in listing.content.decode()
+    html = client.get(
+        reverse("admin:testapp_pageview_changelist"), {"shard": view._state.db}
+    ).content.decode()
+    assert "out of range" in html
+    page = client.get(reverse("admin:testapp_pageview_change", args=[view.pk]))
+    assert page.status_code == 200
+    panel = page.content.decode()
+    assert "uid-parts" in panel and "out of range" in panel
+    assert "<th>pid</th><td>1</td>" in panel  # the other parts are still shown
+
+
+def test_the_last_representable_time_survives_a_zone_east_of_utc(client: Client) -> None:
+    """9999-12-31T23:59:59.999Z exists in UTC, but not in UTC+14."""
+    last = int((datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=UTC)).timestamp() * 1000)
+    view = far_future_view(last)
+    with override_settings(TIME_ZONE="Pacific/Kiritimati"):
+        listing = client.get(
+            reverse("admin:testapp_pageview_changelist"), {"shard": view._state.db}
+        )
+        page = client.get(reverse("admin:testapp_pageview_change", args=[view.pk]))
+    assert listing.status_code == 200 and page.status_code == 200
+    assert "9999-12-31 23:59:59.999" in listing.content.decode()
+    assert "9999-12-31T23:59:59.999000+00:00" in page.content.decode()
+
+
 def test_inlines_of_co_located_models(client: Client) -> None:
     customer = Customer.objects.create(name="c")
     purchase = Purchase.objects.create(customer=customer, total=5)
@@ -123,6 +165,8 @@ def test_inlines_of_co_located_models(client: Client) -> None:
         f"{prefix}-0-sku": "renamed",
         f"{prefix}-1-purchase": str(purchase.pk),
         f"{prefix}-1-sku": "added",
+        "remarks-TOTAL_FORMS": "0",  # the follower inline (tests/django/test_followers.py)
+        "remarks-INITIAL_FORMS": "0",
     }
     response = client.post(url, data)
     assert response.status_code == 302, re.findall(

@@ -133,6 +133,31 @@ def test_default_manager_must_be_sharded() -> None:
     assert manager_errors([Plain])[0].id == "uid_fields.E007"
 
 
+@isolate_apps("tests.django.testapp")
+def test_a_followers_default_manager_must_be_sharded_too() -> None:
+    """A follower is routed by its parent's id only through a ShardedManager."""
+    from tests.django.testapp.models import Order
+
+    class PlainLine(models.Model):
+        id = SnowflakeField(primary_key=True)
+        order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="+")
+
+        class Meta:
+            app_label = "testapp"
+
+    class RoutedLine(models.Model):
+        id = SnowflakeField(primary_key=True)
+        order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="+")
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    (error,) = manager_errors([PlainLine, RoutedLine])
+    assert error.id == "uid_fields.E007" and error.obj is PlainLine
+    assert "filter(order=...)" in error.msg
+
+
 @pytest.mark.skipif(settings.BACKEND == "postgres", reason="the shards here are PostgreSQL")
 @isolate_apps("tests.django.testapp")
 def test_database_default_needs_postgresql() -> None:
@@ -422,6 +447,54 @@ def test_generic_relations_touching_sharded_rows_are_e019() -> None:
     found = [(e.id, e.obj.name) for e in relation_errors([Sticker, Board])]
     assert ("uid_fields.E019", "target") in found and ("uid_fields.E019", "stickers") in found
     assert not [e for e in relation_errors([Sticker]) if e.id == "uid_fields.E019"]
+
+
+@isolate_apps("tests.django.testapp")
+def test_a_plain_generic_key_that_may_point_at_sharded_rows_is_w019() -> None:
+    """Django's own GenericForeignKey reads the content type on the target's shard; the
+    one of uid_fields.django.generic reads it on default and is not warned about."""
+    from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
+    from django.contrib.contenttypes.models import ContentType
+
+    from uid_fields.django import generic
+    from uid_fields.django.checks import relation_errors
+
+    class PlainPin(models.Model):
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        object_id = models.CharField(max_length=40)
+        target = GenericForeignKey("content_type", "object_id")
+
+        class Meta:
+            app_label = "testapp"
+
+    class RoutedPin(models.Model):
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        object_id = models.CharField(max_length=40)
+        target = generic.GenericForeignKey("content_type", "object_id")
+
+        class Meta:
+            app_label = "testapp"
+
+    class Pinned(models.Model):  # sharded, with a generic relation to the routed pins
+        id = SnowflakeField(primary_key=True, shards="main")
+        pins = GenericRelation(RoutedPin)
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    messages = relation_errors([PlainPin, RoutedPin, Pinned])
+    found = {(m.id, m.obj.model.__name__, m.obj.name) for m in messages}
+    assert ("uid_fields.W019", "PlainPin", "target") in found
+    assert not any(model == "RoutedPin" for _id, model, _name in found)
+    (refused,) = [m for m in messages if m.obj.name == "pins"]
+    assert refused.id == "uid_fields.E019" and isinstance(refused, checks.Error)
+    assert "RoutedPin.objects.filter(" in refused.hint
+    warning = next(m for m in messages if m.id == "uid_fields.W019")
+    assert isinstance(warning, checks.Warning)
+    assert "uid_fields.django.generic.GenericForeignKey" in warning.hint
+    # Without models on shards, a plain generic key is none of uid_fields' business.
+    assert not [m for m in relation_errors([PlainPin, RoutedPin]) if m.id.endswith("19")]
 
 
 # -- any value at all: check messages, never an exception ------------------------------------

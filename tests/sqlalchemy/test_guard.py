@@ -79,3 +79,30 @@ def test_audit_finds_rows_written_off_their_shard(shards: dict[str, Engine]) -> 
     assert sum(r.misplaced for r in orders.values()) == 1
     assert photos[photo_wrong].samples == [stray_photo.id] and photos[photo_wrong].method == "sql"
     assert sum(r.misplaced for r in photos.values()) == 1
+
+
+def test_audit_covers_tables_routed_by_their_parent(shards: dict[str, Engine]) -> None:
+    """Items live on their order's shard: one stored elsewhere is found by its order id,
+    and reported by its primary key (here (order_id, line))."""
+    from uid_fields.sqlalchemy import allow_off_shard_writes, audit
+
+    from .models import Item
+
+    with sharded_session(shards) as session:
+        orders = [Order() for _ in range(6)]
+        session.add_all(orders)
+        session.flush()
+        session.add_all(Item(order_id=o.id, line=1) for o in orders)
+        session.commit()
+        assert {r.database for r in audit(session, Item)} == set(SHARDS)
+        assert sum(r.misplaced for r in audit(session, Item)) == 0
+        stray = Order()
+        home = session.shard_of(stray)
+    wrong = next(s for s in SHARDS if s != home)
+    with allow_off_shard_writes(), shards[wrong].begin() as connection:
+        connection.execute(insert(Order).values(id=stray.id))  # the parent too: its key holds
+        connection.execute(insert(Item).values(order_id=stray.id, line=7))
+    with sharded_session(shards) as session:
+        found = {r.database: r for r in audit(session, Item)}
+    assert found[wrong].misplaced == 1 and found[wrong].samples == [(stray.id, 7)]
+    assert sum(r.misplaced for r in found.values()) == 1

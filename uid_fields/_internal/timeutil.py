@@ -11,6 +11,7 @@ __all__ = [
     "UNIX_EPOCH",
     "check_epoch_ms",
     "datetime_from_ms",
+    "describe_ms",
     "format_ms",
     "ms_from_datetime",
     "parse_epoch",
@@ -113,3 +114,16 @@ def parse_epoch(value: object, name: str = "epoch") -> int:
 def format_ms(ms: int) -> str:
     """ISO 8601 UTC with milliseconds, e.g. 2016-04-30T11:18:25.796Z."""
     return datetime_from_ms(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def describe_ms(ms: int) -> str:
+    """``format_ms(ms)``, or, for an instant no datetime holds (past the year 9999, as a
+    48-bit millisecond field reaches), a text that says so and keeps the number.
+
+    Decoded parts are shown whatever the id: a row restored from elsewhere or a
+    hand-made id may carry any time, and its other parts are still worth reading.
+    """
+    try:
+        return format_ms(ms)
+    except ValueError:
+        return f"out of range: {ms} ms since 1970 is past the year 9999"

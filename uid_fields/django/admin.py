@@ -8,8 +8,8 @@ shard its id names, because an id filter routes itself.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-from datetime import timedelta
+from contextlib import ExitStack, suppress
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -21,8 +21,9 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
+from .._internal.timeutil import describe_ms
 from .fields import UidField
-from .routing import colocated, pin_shard, sharded_pk
+from .routing import colocated, pin_shard, placing_field, sharded_pk
 
 __all__ = [
     "ALL_SHARDS",
@@ -36,6 +37,8 @@ __all__ = [
 SHARD_PARAM = "shard"
 #: The shard filter's value for a changelist of every shard (``?shard=__all__``).
 ALL_SHARDS = "__all__"
+#: The "created" column of an id whose time no datetime holds (past the year 9999).
+OUT_OF_RANGE = _("out of range")
 
 
 def _uid_pk(model: type[models.Model]) -> UidField | None:
@@ -106,7 +109,8 @@ class ShardedAdminMixin:
 
     # -- shards --------------------------------------------------------------------------
     def shard_aliases(self) -> tuple[str, ...]:
-        field = sharded_pk(self.model)
+        """The databases of the model's rows: its shard map's, or a follower's parent's."""
+        field = placing_field(self.model)
         if field is None or field.shard_map is None:
             return ()
         return field.shard_map.databases
@@ -189,11 +193,24 @@ class ShardedAdminMixin:
     def _object_shard(self, object_id: str | None) -> str | None:
         field = sharded_pk(self.model)
         if field is None or field.shard_map is None or object_id is None:
-            return None
+            return self._follower_shard(object_id)
         try:
             return field.shard_map.database_for(field.to_python(object_id))
         except (ValidationError, TypeError, ValueError):
             return None
+
+    def _follower_shard(self, object_id: str | None) -> str | None:
+        """Where a follower row is: its own id names no shard, so every shard is asked."""
+        pk = _uid_pk(self.model)
+        if pk is None or object_id is None or not self.shard_aliases():
+            return None
+        try:
+            value = pk.to_python(object_id)
+        except ValidationError:
+            return None
+        rows = self.model._default_manager.using(None).filter(pk=value)
+        found = rows.first()
+        return None if found is None else found._state.db
 
     def _on_shard(self, request: HttpRequest, object_id: str | None, view: Any) -> HttpResponse:
         aliases = self.shard_aliases()
@@ -206,10 +223,17 @@ class ShardedAdminMixin:
                 # A new object: its shard is known only once the form builds it.
                 for each in aliases:
                     stack.enter_context(transaction.atomic(using=each))
-            stack.enter_context(
-                pin_shard(self.model, alias or self.selected_shard(request) or aliases[0])
-            )
+            pinned = alias or self.selected_shard(request) or aliases[0]
+            for model in (self.model, *self._inline_models_with_it()):
+                stack.enter_context(pin_shard(model, pinned))
             return view()  # type: ignore[no-any-return]
+
+    def _inline_models_with_it(self) -> list[type[models.Model]]:
+        """Inline models whose rows live on their parent's database (co-located children
+        and followers): Django asks the router about them without naming a row (an
+        inline row's delete check), and the answer is the parent's shard."""
+        inlines = getattr(self, "inlines", ())
+        return [i.model for i in inlines if colocated(i.model, self.model)]
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         return self._on_shard(
@@ -278,9 +302,18 @@ class ShardedAdminMixin:
 
     @admin.display(description=_("created"), ordering="pk")
     def created(self, obj: models.Model) -> Any:
+        """The id's time in the current time zone; "out of range" for a time no datetime
+        holds (a locality UUID's 48 bits of ms reach the year 10889), in UTC when the
+        zone would carry it past the year 9999."""
         parts = _parts(obj)
-        dt = getattr(parts, "datetime", None)
-        return "" if dt is None else timezone.localtime(dt).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        if parts is None:
+            return ""
+        dt = _decoded_time(parts)
+        if dt is None:
+            return OUT_OF_RANGE
+        with suppress(OverflowError):  # 9999-12-31 UTC is 10000 east of it: shown in UTC
+            dt = timezone.localtime(dt)
+        return dt.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
     @admin.display(description=_("shard"))
     def shard(self, obj: models.Model) -> str:
@@ -291,7 +324,9 @@ class ShardedAdminMixin:
         parts = _parts(obj)
         if parts is None:
             return "-"
-        rows = [("id", str(obj.pk)), ("created (UTC)", parts.datetime.isoformat())]
+        dt = _decoded_time(parts)
+        created = describe_ms(parts.timestamp_ms) if dt is None else dt.isoformat()
+        rows = [("id", str(obj.pk)), ("created (UTC)", created)]
         for key, value in parts.as_dict().items():
             if key not in ("id", "datetime", "timestamp_ms"):
                 rows.append((key, str(value)))
@@ -373,6 +408,14 @@ class ShardedChangeList(ChangeList):
         if self.every_shard and order is not None and not _mergeable_order(order):
             return None
         return order
+
+
+def _decoded_time(parts: Any) -> datetime | None:
+    """The aware UTC time of decoded parts, None when no datetime holds it."""
+    try:
+        return parts.datetime  # type: ignore[no-any-return]
+    except (ValueError, OverflowError):
+        return None
 
 
 def _has_time(model: type[models.Model]) -> bool:

@@ -1,4 +1,9 @@
-"""``manage.py uid_fields audit``: rows of sharded models stored off their shard."""
+"""``manage.py uid_fields audit``: rows of sharded models stored off their shard.
+
+A sharded model's rows are placed by their id; a follower's (a uid id of its own that
+names no shard, and a foreign key to a sharded parent) by its parent's id, so the audit
+reads that column on each database of the parent's map.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +13,35 @@ from typing import Any
 from django.apps import apps
 from django.db import connections, models
 
-from ..ops.audit import AuditResult, foreign_condition, foreign_ids
+from ..ops.audit import AuditResult, foreign_condition, foreign_rows
+from ..placement import Placement
 from .compat import where_sql
-from .routing import sharded_pk
+from .routing import parent_link, sharded_pk
 
 __all__ = ["audit", "audit_model"]
+
+
+def placed_by(model: type[models.Model]) -> tuple[Placement, models.Field[Any, Any]] | None:
+    """The placement that decides where ``model``'s rows live, and the column holding the
+    id it reads: the model's own sharded id, or a follower's key to its parent."""
+    field = sharded_pk(model)
+    if field is not None:
+        return field.placement, field
+    link = parent_link(model)
+    parent = sharded_pk(link.related_model) if link is not None else None
+    if link is None or parent is None:
+        return None
+    return parent.placement, link
 
 
 def audit_model(
     model: type[models.Model], *, samples: int = 5, batch: int = 5000
 ) -> list[AuditResult]:
-    """One result per database of a sharded model's map."""
-    field = sharded_pk(model)
-    if field is None:
+    """One result per database of a sharded (or follower) model's map."""
+    placed = placed_by(model)
+    if placed is None:
         return []
-    placement = field.placement
+    placement, field = placed
     results = []
     for alias in placement.databases:
         rows = model._base_manager.using(alias)
@@ -36,8 +55,8 @@ def audit_model(
             result.samples = list(misplaced.values_list("pk", flat=True)[:samples])
         else:
             result.method = "scan"
-            ids = rows.order_by("pk").values_list("pk", flat=True).iterator(chunk_size=batch)
-            for value in foreign_ids(placement, alias, ids, batch=batch):
+            pairs = rows.order_by("pk").values_list("pk", field.attname)
+            for value in foreign_rows(placement, alias, pairs.iterator(chunk_size=batch)):
                 result.misplaced += 1
                 if len(result.samples) < samples:
                     result.samples.append(value)
@@ -46,7 +65,8 @@ def audit_model(
 
 
 def audit(labels: Any = (), **options: Any) -> Iterator[AuditResult]:
-    """Every sharded model (or those named ``app_label`` / ``app_label.Model``)."""
+    """Every sharded and follower model (or those named ``app_label`` /
+    ``app_label.Model``)."""
     wanted = set(labels)
     for model in apps.get_models():
         label, app = model._meta.label, model._meta.app_label

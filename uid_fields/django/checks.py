@@ -7,15 +7,16 @@ table exists). Problems of the dict itself come from the core validator
 
 Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missing from
 DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind does not
-fit the field, E007 sharded model whose default manager is not sharded, E008 unknown
-shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
+fit the field, E007 sharded (or follower) model whose default manager is not sharded,
+E008 unknown shard key, E009 database-side ids on a backend without them, E010 the ``<name>_parts``
 attribute is taken, E011 a foreign key between rows that may live on different
 databases, E012 two generators that would issue the same ids, E013 an unknown key in
 UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relation of
 rows that live on shards, E016 a sharded generator whose Python-made ids would collide
 across processes, E017 an on_delete that would have to run across databases, E018 a
 ``function=`` that is not an SQL identifier, E019 a generic relation touching rows on
-shards; W001 a layout exhausted within five years.
+shards; W001 a layout exhausted within five years, W019 Django's own GenericForeignKey
+(which cannot point at rows on shards) in a project with rows on shards.
 """
 
 from __future__ import annotations
@@ -287,8 +288,10 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
     """Foreign keys whose two rows may live on different databases (E011), and
     many-to-many relations of rows that live on shards (E015)."""
     errors: list[checks.CheckMessage] = []
+    models = list(models)
+    shards_in_use = any(_on_shards(model) for model in models)
     for model in models:
-        errors.extend(_generic_relation_errors(model))
+        errors.extend(_generic_relation_errors(model, shards_in_use))
         for field in model._meta.local_many_to_many:
             target = field.related_model
             if _on_shards(model) or _on_shards(target):
@@ -328,35 +331,73 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
     return errors
 
 
-def _generic_relation_errors(model: Any) -> list[checks.CheckMessage]:
-    """E019: generic relations touching rows that live on shards.
+def _generic_relation_errors(model: Any, shards_in_use: bool) -> list[checks.CheckMessage]:
+    """E019: generic relations touching rows that live on shards; W019: Django's own
+    generic foreign key on an ordinary model of a project with rows on shards.
 
-    Django reads a generic foreign key's content type and object on the database of the
-    row holding it, and a ``GenericRelation`` joins across the two tables on one
-    database: with rows on shards, one side is never there.
+    Django reads a generic foreign key's content type on the database of the row it is
+    given, and a ``GenericRelation`` joins (and its deletes collect) across the two tables
+    on one database: with rows on shards, one side is never there.
+    ``uid_fields.django.generic.GenericForeignKey`` reads content types on ``default``
+    and each target on its own shard, so it may point at rows on shards from an ordinary
+    model; it cannot say in advance what a plain one will point at, hence a warning.
     """
     errors: list[checks.CheckMessage] = []
     on_shards = _on_shards(model)
     for field in model._meta.private_fields:
         kind = type(field).__name__
         if kind == "GenericForeignKey" and on_shards:
-            what = "a GenericForeignKey on rows that live on shards"
-        elif kind == "GenericRelation" and (on_shards or _on_shards(field.related_model)):
-            what = "a GenericRelation of rows that live on shards"
-        else:
-            continue
-        errors.append(
-            checks.Error(
-                f"{model._meta.label}.{field.name} is {what}: Django reads the content "
-                "type and the object on the holding row's database, where one side is not",
-                hint="Store the target's model label and id in plain fields and read the "
-                "target with Model.objects.get(pk=...), which asks the id's shard; generic "
-                "foreign keys on ordinary models must not point at sharded rows.",
-                obj=field,
-                id="uid_fields.E019",
+            errors.append(
+                checks.Error(
+                    f"{model._meta.label}.{field.name} is a GenericForeignKey on rows that "
+                    "live on shards: Django reads the content type and the object on the "
+                    "holding row's database, where one side is not",
+                    hint="Store the target's model label and id in plain fields and read "
+                    "the target with Model.objects.get(pk=...), which asks the id's shard; "
+                    "or keep the generic key on an ordinary model on default, with "
+                    "uid_fields.django.generic.GenericForeignKey.",
+                    obj=field,
+                    id="uid_fields.E019",
+                )
             )
-        )
+        elif kind == "GenericForeignKey" and shards_in_use and not _routed_generic(field):
+            errors.append(
+                checks.Warning(
+                    f"{model._meta.label}.{field.name} is Django's GenericForeignKey: "
+                    "pointed at a row on a shard, it reads django_content_type on that "
+                    "shard (there is none) and the row on this model's database",
+                    hint="Use uid_fields.django.generic.GenericForeignKey (a drop-in: "
+                    "content types from default, each target from its own shard), or "
+                    "silence uid_fields.W019 if it never points at rows on shards.",
+                    obj=field,
+                    id="uid_fields.W019",
+                )
+            )
+        elif kind == "GenericRelation" and (on_shards or _on_shards(field.related_model)):
+            errors.append(_generic_relation_refused(model, field))
     return errors
+
+
+def _routed_generic(field: Any) -> bool:
+    return bool(getattr(field, "uid_fields_routed", False))
+
+
+def _generic_relation_refused(model: Any, field: Any) -> checks.CheckMessage:
+    """E019 for a ``GenericRelation`` with rows on shards on either side."""
+    related = field.related_model
+    holder = related.__name__
+    ct, fk = field.content_type_field_name, field.object_id_field_name
+    return checks.Error(
+        f"{model._meta.label}.{field.name} is a GenericRelation between rows that live on "
+        f"different databases ({model.__name__} and {holder}): Django reads it, and "
+        f"collects the {holder} rows to delete with a {model.__name__}, on the "
+        f"{model.__name__}'s database, where they are not",
+        hint=f"Remove it and query the {holder} rows on their own database: "
+        f"{holder}.objects.filter({ct}=ContentType.objects.get_for_model({model.__name__}), "
+        f"{fk}=obj.pk); delete them yourself when the {model.__name__} goes.",
+        obj=field,
+        id="uid_fields.E019",
+    )
 
 
 def _on_delete_errors(model: Any, field: Any, target: Any) -> list[checks.CheckMessage]:
@@ -392,14 +433,20 @@ def _on_shards(model: Any) -> bool:
 def manager_errors(models: Any) -> list[checks.CheckMessage]:
     errors: list[checks.CheckMessage] = []
     for model in models:
-        if sharded_pk(model) is None:
+        if not _on_shards(model):
             continue
         manager = model._default_manager
         if not issubclass(manager._queryset_class, ShardedQuerySet):
+            link = parent_link(model)
+            what, calls = (
+                ("sharded by its id", "get(pk=...) and create()")
+                if link is None
+                else (f"placed by its {link.name}", f"filter({link.name}=...) and create()")
+            )
             errors.append(
                 checks.Error(
-                    f"{model._meta.label} is sharded by its id, but its default manager "
-                    f"{manager.name!r} is not a ShardedManager, so get(pk=...) and create() "
+                    f"{model._meta.label} is {what}, but its default manager "
+                    f"{manager.name!r} is not a ShardedManager, so {calls} "
                     "would not be routed",
                     hint="Set objects = ShardedManager() (uid_fields.django.ShardedManager).",
                     obj=model,

@@ -20,6 +20,7 @@ from ..ops import merge
 from .compat import ModelIterable
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
+from .followers import clean_parent_lookups, parent_databases
 from .id_lookups import (
     ROUTING_LOOKUPS,
     filter_shards,
@@ -220,9 +221,14 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         One-shot iterators are read once here, before Django and routing both need them.
         """
         field = self._sharded_field
+        impossible = False
+        link = parent_link(self.model) if field is None else None
+        if link is not None:  # a follower: its parent's ids route, its own are checked
+            kwargs, impossible = clean_parent_lookups(link, kwargs)
+            own = self.model._meta.pk
+            field = own if isinstance(own, UidField) else None
         names = {"pk", field.name, field.attname} if field is not None else {"pk"}
         clean: dict[str, Any] = {}
-        impossible = False
         for lookup, value in kwargs.items():
             base, _, rest = lookup.partition("__")
             kind = ROUTING_LOOKUPS.get(rest)
@@ -244,15 +250,17 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def _aliases_for(self, kwargs: dict[str, Any], args: Iterable[Any] = ()) -> set[str] | None:
         """The shards ``filter(*args, **kwargs)`` names (None: it names none)."""
         field = self._sharded_field
-        if field is None or field.shard_map is None:
+        if field is None:
+            link = parent_link(self.model)  # a follower is routed by its parent's id
+            return None if link is None else parent_databases(link, kwargs)
+        if field.shard_map is None:
             return None
         found = filter_shards(field, args, kwargs)
         return None if found is None else set(found)
 
     def _narrow(self, aliases: set[str]) -> None:
-        field = self._sharded_field
-        assert field is not None and field.shard_map is not None
-        current = self._shard_aliases or field.shard_map.databases
+        current = self._shard_aliases or self._shard_databases()
+        assert current, f"{self.model.__name__} does not live on shards"
         kept = tuple(a for a in current if a in aliases)
         if not kept:
             self.query.set_empty()
@@ -456,14 +464,14 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def _lookup_scope(self, kwargs: dict[str, Any]) -> ShardedQuerySet:
         """Where to look for a row matching ``kwargs``: its shard, or every shard."""
-        if self._db is not None or self._sharded_field is None:
+        if self._db is not None or not self._shard_databases():
             return self
         if self._shard_aliases is not None or self._aliases_for(kwargs) is not None:
             return self
         return self.on_all_shards()
 
     def get_or_create(self, defaults: Any = None, **kwargs: Any) -> tuple[Any, bool]:
-        if self._sharded_field is None:
+        if not self._shard_databases():
             return super().get_or_create(defaults, **kwargs)
         self._for_write = True
         try:
@@ -488,7 +496,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def update_or_create(
         self, defaults: Any = None, create_defaults: Any = None, **kwargs: Any
     ) -> tuple[Any, bool]:
-        if self._sharded_field is None:
+        if not self._shard_databases():
             extra = {} if create_defaults is None else {"create_defaults": create_defaults}
             return super().update_or_create(defaults, **extra, **kwargs)
         defaults = defaults or {}

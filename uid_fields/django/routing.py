@@ -24,6 +24,7 @@ __all__ = [
     "allow_off_shard_writes",
     "check_write",
     "database_for_instance",
+    "placing_field",
     "sharded_pk",
 ]
 
@@ -52,6 +53,16 @@ def parent_link(model: Any) -> Any:
         if target is not None and getattr(field, "db_constraint", False) and sharded_pk(target):
             return field
     return None
+
+
+def placing_field(model: Any) -> UidField | None:
+    """The sharded id whose placement decides where ``model``'s rows live: the model's
+    own, or, for a follower, its parent's (None for a model that is not on shards)."""
+    field = sharded_pk(model)
+    if field is None:
+        link = parent_link(model)
+        field = sharded_pk(link.related_model) if link is not None else None
+    return field
 
 
 def colocated(model: type[models.Model], other: type[models.Model]) -> bool:
@@ -207,6 +218,19 @@ def _unhinted(model: type[models.Model]) -> str | None:
 
 def unroutable(model: type[models.Model]) -> ShardRoutingError:
     name = model.__name__
+    link = parent_link(model)
+    if link is not None:
+        # A follower's own id names no shard: only its parent's id can.
+        parent = link.related_model.__name__
+        hidden = (link.remote_field.related_name or "").endswith("+")  # no reverse accessor
+        reverse = None if hidden else link.remote_field.get_accessor_name()
+        through = f"read them through it ({link.name}.{reverse}.all()), " if reverse else ""
+        return ShardRoutingError(
+            f"this {name} query names no shard: {name} rows live on their {parent}'s "
+            f"database and their own ids name none, so filter by the {parent} "
+            f"({link.name}=, {link.attname}=, {link.name}__in=), {through}pick one with "
+            f".using(alias), or fan out with {name}.objects.on_all_shards()"
+        )
     return ShardRoutingError(
         f"this {name} query names no shard: filter by its id (pk=, pk__in=) or its shard "
         f"key, pick one with .using(alias), or fan out with {name}.objects.on_all_shards()"

@@ -11,7 +11,13 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self
 
-from .._internal.timeutil import check_epoch_ms, datetime_from_ms, format_ms, ms_from_datetime
+from .._internal.timeutil import (
+    check_epoch_ms,
+    datetime_from_ms,
+    describe_ms,
+    format_ms,
+    ms_from_datetime,
+)
 from .._internal.validate import integer, shown
 from ..errors import LayoutExhaustedError
 
@@ -278,7 +284,7 @@ class SnowflakeParts(_IntParts):
         return {
             "id": self.value,
             "timestamp_ms": self.timestamp_ms,
-            "datetime": format_ms(self.timestamp_ms),
+            "datetime": describe_ms(self.timestamp_ms),
             **self.fields,
             "sequence": self.sequence,
         }
@@ -286,7 +292,7 @@ class SnowflakeParts(_IntParts):
     def __repr__(self) -> str:
         fields = "".join(f", {k}={v}" for k, v in self.fields.items())
         return (
-            f"SnowflakeParts(id={self.value}, datetime={format_ms(self.timestamp_ms)}"
+            f"SnowflakeParts(id={self.value}, datetime={describe_ms(self.timestamp_ms)}"
             f"{fields}, sequence={self.sequence})"
         )
 
@@ -491,14 +497,14 @@ class DecimalParts(_IntParts):
         return {
             "id": self.value,
             "timestamp_ms": self.timestamp_ms,
-            "datetime": format_ms(self.timestamp_ms),
+            "datetime": describe_ms(self.timestamp_ms),
             "random": self.random,
             "server": self.server,
         }
 
     def __repr__(self) -> str:
         return (
-            f"DecimalParts(id={self.value}, datetime={format_ms(self.timestamp_ms)}, "
+            f"DecimalParts(id={self.value}, datetime={describe_ms(self.timestamp_ms)}, "
             f"random={self.random}, server={self.server})"
         )
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._internal import forks, validate
-from .._internal.timeutil import datetime_from_ms, format_ms
+from .._internal.timeutil import datetime_from_ms, describe_ms
 from ..clock import Clock, system_clock
 from ..errors import ForkedGeneratorError
 
@@ -119,7 +119,7 @@ class LocalityParts:
         return {
             "id": str(self.value),
             "timestamp_ms": self.timestamp_ms,
-            "datetime": format_ms(self.timestamp_ms),
+            "datetime": describe_ms(self.timestamp_ms),
             "counter": self.counter,
             "block": f"{self.block:08x}",
             "pid": self.pid,

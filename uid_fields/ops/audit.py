@@ -7,7 +7,9 @@ routes whose logical shard is arithmetic on the id (Instagram's shard bits or an
 field, the server digits of decimal ids): the database finds them by itself, and nothing
 is loaded into Python. Other routes (the mixed modulo of snowflakes, locality blocks,
 uniqid digits) are checked by ``foreign_ids`` over the ids in batches, with memory
-bounded by the batch.
+bounded by the batch. A row that lives with its parent (its own id names no shard) is
+placed by the parent's id: the same predicate on that column, or ``foreign_rows`` over
+``(row id, parent id)`` pairs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from ..placement import Placement
 from ..placement.predicates import logical_range_sql
 
-__all__ = ["AuditResult", "foreign_condition", "foreign_ids"]
+__all__ = ["AuditResult", "foreign_condition", "foreign_ids", "foreign_rows"]
 
 
 @dataclass
@@ -54,11 +56,20 @@ def foreign_ids(
     placement: Placement, alias: str, ids: Iterable[Any], *, batch: int = 5000
 ) -> Iterator[Any]:
     """The ids among ``ids`` (read lazily, ``batch`` at a time) that ``alias`` does not own."""
-    it = iter(ids)
+    return foreign_rows(placement, alias, ((value, value) for value in ids), batch=batch)
+
+
+def foreign_rows(
+    placement: Placement, alias: str, rows: Iterable[tuple[Any, Any]], *, batch: int = 5000
+) -> Iterator[Any]:
+    """The row ids among ``rows`` of ``(row id, placing id)`` whose placing id names
+    another database than ``alias``: the row's own id, or, for a row that lives with
+    its parent, the parent's id. Read lazily, ``batch`` at a time."""
+    it = iter(rows)
     while chunk := list(islice(it, batch)):
-        for value in chunk:
+        for row, value in chunk:
             try:
                 if placement.database_of(value) != alias:
-                    yield value
+                    yield row
             except (TypeError, ValueError):
-                yield value  # no id at all: it belongs nowhere, least of all here
+                yield row  # no id at all: it belongs nowhere, least of all here

@@ -18,6 +18,7 @@ from .models import (
     PhpRow,
     Purchase,
     PurchaseLine,
+    Remark,
     Review,
 )
 
@@ -33,10 +34,17 @@ class PurchaseLineInline(admin.TabularInline):  # type: ignore[type-arg]
     extra = 1
 
 
+class RemarkInline(admin.TabularInline):  # type: ignore[type-arg]
+    """A follower (an id of its own, no shards=) edited under its sharded parent."""
+
+    model = Remark
+    extra = 1
+
+
 @admin.register(Purchase)
 class PurchaseAdmin(ShardedModelAdmin):
     list_display = ["total", "customer"]
-    inlines = [PurchaseLineInline]
+    inlines = [PurchaseLineInline, RemarkInline]
 
 
 @admin.register(Customer)
@@ -94,5 +102,5 @@ class MemoAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["text", "board"]
 
 
-for model in (Photo, PageView, LegacyRow, PhpRow):
+for model in (Photo, PageView, LegacyRow, PhpRow, Remark):
     admin.site.register(model, ShardedModelAdmin)

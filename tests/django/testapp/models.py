@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
 from uid_fields.django import (
@@ -11,6 +12,7 @@ from uid_fields.django import (
     SnowflakeField,
     UniqIdField,
 )
+from uid_fields.django.generic import GenericForeignKey
 
 
 class Order(models.Model):
@@ -255,3 +257,27 @@ class Memo(models.Model):
     text = models.CharField(max_length=50, blank=True)
 
     objects = ShardedManager()
+
+
+class Remark(models.Model):
+    """A follower: an id of its own that names no shard, and a foreign key (with its
+    constraint) to a sharded parent, whose database it lives on."""
+
+    id = SnowflakeField(primary_key=True)
+    purchase = models.ForeignKey(Purchase, on_delete=models.CASCADE, related_name="remarks")
+    text = models.CharField(max_length=50, blank=True)
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Bookmark(models.Model):
+    """An ordinary model on ``default`` whose generic key points at rows of any model,
+    sharded ones included."""
+
+    content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+    object_id = models.CharField(max_length=40)  # integer and UUID ids alike
+    target = GenericForeignKey("content_type", "object_id")
+    label = models.CharField(max_length=50, blank=True)
