@@ -15,6 +15,8 @@ from .models import (
     Purchase,
     PurchaseLine,
     Review,
+    Ticket,
+    Workspace,
 )
 
 
@@ -54,3 +56,13 @@ class NoteAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 for model in (Photo, PageView, LegacyRow, PhpRow):
     admin.site.register(model, ShardedModelAdmin)
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(ShardedModelAdmin):
+    list_display = ["slug", "domain"]
+
+
+@admin.register(Ticket)
+class TicketAdmin(ShardedModelAdmin):
+    list_display = ["number", "workspace", "reference"]

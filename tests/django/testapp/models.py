@@ -182,3 +182,49 @@ class Ranked(models.Model):
     name = models.CharField(max_length=20)
 
     objects = ShardedManager()
+
+
+class Workspace(models.Model):
+    """The issue's tenant: unique values on rows spread over every shard. The databases
+    hold each slug once per shard only; validation checks every shard."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    slug = models.SlugField(unique=True)
+    domain = models.CharField(max_length=50, null=True, blank=True, unique=True)
+
+    objects = ShardedManager()
+
+
+class Ticket(models.Model):
+    """Rows co-located with their workspace, with unique sets the databases enforce (they
+    include the shard key) and sets that can span shards."""
+
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="workspace"
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="tickets")
+    number = models.IntegerField()
+    reporter = models.CharField(max_length=50, null=True, blank=True)
+    reference = models.CharField(max_length=20, null=True, blank=True)
+    title = models.CharField(max_length=50, null=True, blank=True)
+    open = models.BooleanField(default=True)
+
+    objects = ShardedManager()
+
+    class Meta:
+        unique_together = [("workspace", "number"), ("reporter", "number")]
+        constraints = [
+            models.UniqueConstraint(fields=["reference"], name="ticket_reference_unique"),
+            models.UniqueConstraint(
+                fields=["title"], condition=models.Q(open=True), name="ticket_open_title_unique"
+            ),
+            models.UniqueConstraint(fields=["workspace", "title"], name="ticket_title_per_ws"),
+        ]
+
+
+class WorkspaceSlug(models.Model):
+    """The docs' key table on ``default``: one row per slug, so its unique index holds
+    the slug once across every shard (written with the workspace in one sharded_atomic)."""
+
+    slug = models.SlugField(unique=True)
+    workspace_id = models.BigIntegerField()
