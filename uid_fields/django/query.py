@@ -21,13 +21,22 @@ from django.db.models.query import (
 
 from ..errors import ShardRoutingError
 from ..ops import merge
+from .choices import building_choices
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
 from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, valid_id
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
-from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
+from .routing import (
+    check_write,
+    colocated,
+    database_for_instance,
+    parent_link,
+    refuses_unrouted,
+    sharded_pk,
+)
 from .transactions import sharded_atomic
+from .unique import unique_lookup_databases
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
@@ -190,6 +199,10 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         if negate or self._db is not None:
             return
         aliases = self._aliases_for(kwargs)
+        if aliases is None and self._shard_aliases is None:
+            # the exact values of a whole unique set (slug=, DRF's slug__exact=): at
+            # most one row per shard, on any shard the set can span
+            aliases = unique_lookup_databases(self.model, kwargs)
         if aliases is not None:
             self._narrow(aliases)
 
@@ -258,9 +271,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         return found
 
     def _narrow(self, aliases: set[str]) -> None:
-        field = self._sharded_field
-        assert field is not None and field.shard_map is not None
-        current = self._shard_aliases or field.shard_map.databases
+        current = self._shard_aliases or self._shard_databases()
         kept = tuple(a for a in current if a in aliases)
         if not kept:
             self.query.set_empty()
@@ -331,18 +342,39 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
         return gather(shards, work)
 
+    def _choice_list(self) -> ShardedQuerySet | None:
+        """This query over every shard, when it names none and a choice list is being
+        built from it (a select box, a filter form, DRF's browsable API; see
+        ``choices``); None otherwise, and the query is routed (or refused) as usual."""
+        if self._db is not None or self._shard_aliases is not None:
+            return None
+        if not self._shard_databases() or not refuses_unrouted(self.model):
+            return None
+        return self.on_all_shards() if building_choices() else None
+
     def _fetch_all(self) -> None:
-        if self._result_cache is None and self._is_fanout():
-            self._result_cache = self._fanout_results()
+        if self._result_cache is None:
+            if self._is_fanout():
+                self._result_cache = self._fanout_results()
+            else:
+                choices = self._choice_list()
+                if choices is not None:
+                    self._result_cache = list(choices.iterator())
         super()._fetch_all()
 
     def iterator(self, chunk_size: int | None = None) -> Iterator[Any]:
         if self._is_fanout():
             return iter(self._fanout_results())
+        choices = self._choice_list()
+        if choices is not None:
+            return choices.iterator(chunk_size=chunk_size)
         return super().iterator(chunk_size=chunk_size)
 
     def count(self) -> int:
         if not self._is_fanout():
+            choices = self._choice_list()
+            if choices is not None:
+                return choices.count()
             return super().count()
         if self.query.is_sliced:
             return len(self._fanout_results())
@@ -351,6 +383,9 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def exists(self) -> bool:
         if not self._is_fanout():
+            choices = self._choice_list()
+            if choices is not None:
+                return choices.exists()
             return super().exists()
         if self.query.is_sliced:
             return bool(self._fanout_results())
