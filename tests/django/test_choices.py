@@ -13,12 +13,15 @@ import json
 import pytest
 from django import forms
 from django.conf import settings
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from uid_fields import ShardRoutingError
 
 from .testapp.api import PlainPurchaseSerializer, PurchaseFilter
-from .testapp.models import Customer, Purchase
+from .testapp.models import Customer, Purchase, Ticket, Workspace
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -92,3 +95,26 @@ def test_the_same_query_outside_a_choice_list_is_still_refused() -> None:
         list(field.queryset)
     with pytest.raises(ShardRoutingError):
         Customer.objects.count()
+
+
+def test_model_field_choices_list_every_shard() -> None:
+    """``Field.get_choices()``: what the admin's RelatedFieldListFilter lists."""
+    workspaces = [Workspace.objects.create(slug=f"w{i}") for i in range(12)]
+    assert len({w._state.db for w in workspaces}) > 1
+    choices = Ticket._meta.get_field("workspace").get_choices(include_blank=False)
+    assert sorted(pk for pk, _label in choices) == sorted(w.pk for w in workspaces)
+    tickets = [Ticket.objects.create(workspace=w, number=1) for w in workspaces]
+    reverse_choices = Workspace._meta.get_field("tickets").get_choices(include_blank=False)
+    assert sorted(pk for pk, _label in reverse_choices) == sorted(t.pk for t in tickets)
+
+
+def test_an_admin_list_filter_over_a_key_to_sharded_rows_lists_every_shard() -> None:
+    workspaces = [Workspace.objects.create(slug=f"w{i}") for i in range(12)]
+    assert len({w._state.db for w in workspaces}) > 1
+    client = Client()
+    client.force_login(User.objects.create_superuser("admin", "a@example.com", "pw"))
+    page = client.get(reverse("admin:testapp_ticket_changelist"))
+    assert page.status_code == 200
+    html = page.content.decode()
+    for workspace in workspaces:
+        assert f"workspace__id__exact={workspace.pk}" in html

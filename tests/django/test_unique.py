@@ -10,6 +10,7 @@ includes the shard key; none of these paths raises ``ShardRoutingError``.
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 import pytest
@@ -79,6 +80,7 @@ def test_w002_names_each_unique_set_the_databases_cannot_enforce() -> None:
         (Ticket, "(reporter, number) of Ticket (unique_together)"),
         (Ticket, "(reference) of Ticket (constraint 'ticket_reference_unique')"),
         (Ticket, "(title) of Ticket (constraint 'ticket_open_title_unique')"),
+        (Ticket, "(slot, due) of Ticket (unique_for_date)"),
     }, named
     warning = uid_checks.unique_warnings([Workspace])[0]
     assert "4 databases" in warning.msg and "once per shard" in warning.msg
@@ -169,6 +171,17 @@ def test_unique_together_without_the_shard_key_spans_shards() -> None:
     assert "Reporter and Number already exists" in str(messages(caught))
     Ticket(workspace=second, number=7, reporter="bob").full_clean()
     Ticket(workspace=second, number=7, reporter=None).full_clean()  # NULL: no conflict
+
+
+def test_unique_for_date_spans_shards() -> None:
+    first, second = two_workspaces()
+    day = date(2026, 3, 1)
+    Ticket.objects.create(workspace=first, number=1, slot="A", due=day)
+    with pytest.raises(ValidationError) as caught:
+        Ticket(workspace=second, number=1, slot="A", due=day).full_clean()
+    assert "must be unique for Due date" in str(messages(caught)["slot"])
+    Ticket(workspace=second, number=1, slot="A", due=date(2026, 3, 2)).full_clean()
+    Ticket(workspace=second, number=1, slot="B", due=day).full_clean()
 
 
 def test_validate_constraints_reads_every_shard_a_unique_constraint_spans() -> None:

@@ -8,11 +8,12 @@ passes ``_default_manager.complex_filter(...)``, DRF's related fields
 query names no shard, and strict routing refuses it, which made the browsable API and
 every filter form a 500.
 
-Every choice list is read by one of two consumers: Django's ``ModelChoiceIterator``
+Every choice list is read by one of a few consumers: Django's ``ModelChoiceIterator``
 (``ModelChoiceField``, ``ModelMultipleChoiceField``, and every subclass: the admin's,
-django-filter's) and DRF's ``RelatedField.get_choices()``. A sharded query that names
-no shard asks ``building_choices()`` just before it would be refused; while one of
-those consumers is reading it, the query fans out to every shard instead. The same
+django-filter's), a model field's ``get_choices()`` (the admin's list filters of a
+related field) and DRF's ``RelatedField.get_choices()`` (the browsable API). A sharded
+query that names no shard asks ``building_choices()`` just before it would be refused;
+while one of those consumers is reading it, the query fans out to every shard instead. The same
 query anywhere else is refused as before. Only that refusal path looks at the stack,
 so routed queries pay nothing.
 """
@@ -22,6 +23,8 @@ from __future__ import annotations
 import sys
 from types import CodeType, FrameType
 
+from django.db.models import Field
+from django.db.models.fields.reverse_related import ForeignObjectRel
 from django.forms.models import ModelChoiceIterator
 
 __all__ = ["building_choices", "choice_consumers"]
@@ -36,6 +39,8 @@ _DJANGO: frozenset[CodeType] = frozenset(
         ModelChoiceIterator.__iter__,
         ModelChoiceIterator.__len__,
         ModelChoiceIterator.__bool__,
+        Field.get_choices,  # the admin's RelatedFieldListFilter
+        ForeignObjectRel.get_choices,  # ... of a reverse relation
     )
 )
 

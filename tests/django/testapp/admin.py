@@ -65,4 +65,5 @@ class WorkspaceAdmin(ShardedModelAdmin):
 
 @admin.register(Ticket)
 class TicketAdmin(ShardedModelAdmin):
-    list_display = ["number", "workspace", "reference"]
+    list_display = ["number", "reference"]
+    list_filter = ["workspace"]  # the admin builds its choices with Field.get_choices()

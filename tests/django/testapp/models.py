@@ -208,6 +208,8 @@ class Ticket(models.Model):
     reference = models.CharField(max_length=20, null=True, blank=True)
     title = models.CharField(max_length=50, null=True, blank=True)
     open = models.BooleanField(default=True)
+    due = models.DateField(null=True, blank=True)
+    slot = models.CharField(max_length=20, null=True, blank=True, unique_for_date="due")
 
     objects = ShardedManager()
 

@@ -56,6 +56,11 @@ class Migration(migrations.Migration):
                 ("reference", models.CharField(blank=True, max_length=20, null=True)),
                 ("title", models.CharField(blank=True, max_length=50, null=True)),
                 ("open", models.BooleanField(default=True)),
+                ("due", models.DateField(blank=True, null=True)),
+                (
+                    "slot",
+                    models.CharField(blank=True, max_length=20, null=True, unique_for_date="due"),
+                ),
                 (
                     "workspace",
                     models.ForeignKey(
