@@ -360,6 +360,19 @@ def create_workspace(slug: str, **fields: Any) -> Workspace:
     return workspace
 
 
+def rename_workspace(workspace: Workspace, slug: str) -> None:
+    with sharded_atomic("default", workspace._state.db):
+        WorkspaceSlug.objects.filter(workspace_id=workspace.pk).update(slug=slug)
+        workspace.slug = slug
+        workspace.save(update_fields=["slug"])
+
+
+def delete_workspace(workspace: Workspace) -> None:
+    with sharded_atomic("default", workspace._state.db):
+        WorkspaceSlug.objects.filter(workspace_id=workspace.pk).delete()
+        workspace.delete()
+
+
 def test_the_key_table_on_default_makes_the_databases_enforce_it() -> None:
     first = create_workspace("solo")
     for _ in range(8):  # whatever shard each new id names
@@ -368,3 +381,13 @@ def test_the_key_table_on_default_makes_the_databases_enforce_it() -> None:
     assert Workspace.objects.on_all_shards().filter(slug="solo").count() == 1
     claimed = WorkspaceSlug.objects.get(slug="solo")
     assert Workspace.objects.get(pk=claimed.workspace_id) == first
+    second = create_workspace("duo")
+    with pytest.raises(IntegrityError):
+        rename_workspace(second, "solo")
+    assert Workspace.objects.get(pk=second.pk).slug == "duo"  # both sides rolled back
+    assert WorkspaceSlug.objects.get(workspace_id=second.pk).slug == "duo"
+    rename_workspace(second, "trio")
+    assert WorkspaceSlug.objects.get(workspace_id=second.pk).slug == "trio"
+    delete_workspace(first)
+    create_workspace("solo")  # free again
+    assert Workspace.objects.get(slug="solo").pk != first.pk
