@@ -29,7 +29,7 @@ from uid_fields.django import ShardedManager, SnowflakeField, sharded_atomic
 from uid_fields.django import checks as uid_checks
 
 from .helpers import capture_all
-from .testapp.models import Order, Ticket, Workspace, WorkspaceSlug
+from .testapp.models import Attachment, Order, Ticket, Workspace, WorkspaceSlug
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -215,6 +215,41 @@ def test_a_unique_constraint_with_the_shard_key_is_checked_on_its_shard() -> Non
     assert "Workspace and Title already exists" in str(caught.value)
     assert log.aliases("SELECT") == {first._state.db}
     Ticket(workspace=second, number=2, title="Same", open=False).validate_constraints()
+
+
+def test_a_follower_model_is_validated_across_its_parents_shards() -> None:
+    first, second = two_workspaces()
+    ticket = Ticket.objects.create(workspace=first, number=1)
+    other = Ticket.objects.create(workspace=second, number=1)
+    Attachment.objects.create(ticket=ticket, name="log.txt", checksum="abc")
+    assert uid_checks.unique_warnings([Attachment])[0].msg.startswith("(checksum)")
+    with pytest.raises(ValidationError) as caught:
+        Attachment(ticket=other, name="x", checksum="abc").full_clean()
+    assert list(messages(caught)) == ["checksum"]
+    with pytest.raises(ValidationError) as caught:
+        Attachment(ticket=ticket, name="log.txt", checksum="def").full_clean()
+    assert "Ticket and Name already exists" in str(messages(caught))
+    Attachment(ticket=other, name="log.txt", checksum="def").full_clean()
+
+
+@isolate_apps("tests.django.testapp")
+def test_a_model_overriding_the_validation_keeps_its_own() -> None:
+    from uid_fields.django import unique
+
+    class Own(models.Model):
+        id = SnowflakeField(primary_key=True, shards="main")
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+        def validate_constraints(self, exclude: Any = None) -> None:
+            unique.validate_constraints(self, exclude)
+
+    assert Own.validate_constraints is not unique.validate_constraints  # its own
+    assert Own.validate_unique is unique.validate_unique  # installed
+    assert Workspace.validate_constraints is unique.validate_constraints
+    assert Order.validate_unique is unique.validate_unique
 
 
 # -- forms and the admin (item 4: no exception) ------------------------------------------

@@ -36,7 +36,7 @@ from .routing import (
     sharded_pk,
 )
 from .transactions import sharded_atomic
-from .unique import unique_lookup_databases
+from .unique import unique_lookup_databases, validating_unique
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
@@ -342,22 +342,24 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
         return gather(shards, work)
 
-    def _choice_list(self) -> ShardedQuerySet | None:
-        """This query over every shard, when it names none and a choice list is being
-        built from it (a select box, a filter form, DRF's browsable API; see
-        ``choices``); None otherwise, and the query is routed (or refused) as usual."""
+    def _implied_fanout(self) -> ShardedQuerySet | None:
+        """This query over every shard, when it names none and is read for a choice list
+        (a select box, a filter form, DRF's browsable API; see ``choices``) or by
+        ``validate_unique()`` of this model (``unique``); None otherwise, and the query
+        is routed (or refused) as usual."""
         if self._db is not None or self._shard_aliases is not None:
             return None
         if not self._shard_databases() or not refuses_unrouted(self.model):
             return None
-        return self.on_all_shards() if building_choices() else None
+        implied = validating_unique(self.model) or building_choices()
+        return self.on_all_shards() if implied else None
 
     def _fetch_all(self) -> None:
         if self._result_cache is None:
             if self._is_fanout():
                 self._result_cache = self._fanout_results()
             else:
-                choices = self._choice_list()
+                choices = self._implied_fanout()
                 if choices is not None:
                     self._result_cache = list(choices.iterator())
         super()._fetch_all()
@@ -365,14 +367,14 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def iterator(self, chunk_size: int | None = None) -> Iterator[Any]:
         if self._is_fanout():
             return iter(self._fanout_results())
-        choices = self._choice_list()
+        choices = self._implied_fanout()
         if choices is not None:
             return choices.iterator(chunk_size=chunk_size)
         return super().iterator(chunk_size=chunk_size)
 
     def count(self) -> int:
         if not self._is_fanout():
-            choices = self._choice_list()
+            choices = self._implied_fanout()
             if choices is not None:
                 return choices.count()
             return super().count()
@@ -383,7 +385,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def exists(self) -> bool:
         if not self._is_fanout():
-            choices = self._choice_list()
+            choices = self._implied_fanout()
             if choices is not None:
                 return choices.exists()
             return super().exists()

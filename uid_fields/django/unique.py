@@ -9,19 +9,23 @@ span:
 - ``validate_unique()`` (and DRF's ``UniqueValidator``/``UniqueTogetherValidator``)
   filter the default manager by the exact values of one whole unique set: the sharded
   queryset routes such a lookup to every database its rows can be on
-  (``unique_lookup_databases``), one when the set includes the shard key or the id;
+  (``unique_lookup_databases``), one when the set includes the shard key or the id.
+  What names no shard even so (a follower model's primary key) reads every shard
+  while the model's ``validate_unique()`` runs;
 - ``validate_constraints()`` runs each ``UniqueConstraint`` with ``using=`` the row's
-  database: a model whose rows live on shards gets a ``validate_constraints`` that runs
-  the constraints the databases cannot enforce on every shard instead (installed when
-  the class is prepared, unless the model overrides the method itself).
+  database: here the constraints the databases cannot enforce run on every shard.
+
+Both methods are installed on each model with a uid primary key when its class is
+prepared, unless the model (or a base) overrides them itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, router
@@ -41,6 +45,8 @@ __all__ = [
     "placing_fields",
     "unique_lookup_databases",
     "validate_constraints",
+    "validate_unique",
+    "validating_unique",
 ]
 
 
@@ -75,8 +81,18 @@ def all_unique_sets(model: Any) -> tuple[UniqueSet, ...]:
     return (*described.lookup_sets, *described.expression_sets)
 
 
-@cache
+#: Per model class, weakly: migrations build historical model classes by the hundred.
+_described: WeakKeyDictionary[Any, _Described] = WeakKeyDictionary()
+
+
 def _describe(model: Any) -> _Described:
+    found = _described.get(model)
+    if found is None:
+        found = _described[model] = _read(model)
+    return found
+
+
+def _read(model: Any) -> _Described:
     meta = model._meta
     names: dict[str, str] = {"pk": meta.pk.name}
     for field in meta.concrete_fields:
@@ -162,6 +178,31 @@ def unique_lookup_databases(model: Any, kwargs: Mapping[str, Any]) -> set[str] |
     return set(model_databases(model))
 
 
+# -- validate_unique ---------------------------------------------------------------------
+
+_validating: ContextVar[frozenset[Any]] = ContextVar("uid_validating_unique", default=frozenset())
+
+
+def validating_unique(model: Any) -> bool:
+    """Whether ``validate_unique()`` of a ``model`` row is running in this context."""
+    return model in _validating.get()
+
+
+def validate_unique(instance: models.Model, exclude: Any = None) -> None:
+    """``Model.validate_unique``, reading every shard a check can span.
+
+    Django looks each unique set up with ``_default_manager.filter(...)``. A whole
+    unique set is routed by ``unique_lookup_databases``; what is left names no shard by
+    itself, such as the primary key of a follower model (its ids name no shard): while
+    this runs, such a lookup of this model reads every shard instead of being refused.
+    """
+    token = _validating.set(_validating.get() | {type(instance)})
+    try:
+        models.Model.validate_unique(instance, exclude=exclude)
+    finally:
+        _validating.reset(token)
+
+
 # -- validate_constraints ----------------------------------------------------------------
 
 
@@ -229,14 +270,18 @@ def _key_databases(instance: models.Model, names: tuple[str, ...], using: str) -
 
 @receiver(class_prepared, dispatch_uid="uid_fields.unique.install")
 def _install(sender: type[models.Model], **kwargs: Any) -> None:
-    """Give a model with a uid primary key the shard-aware ``validate_constraints``.
+    """Give a model with a uid primary key the shard-aware ``validate_unique`` and
+    ``validate_constraints``.
 
-    Only when neither the model nor a base overrides Django's method: an override of
-    your own can call ``uid_fields.django.unique.validate_constraints(self, exclude)``.
-    Models that turn out not to live on shards get Django's behaviour from it.
+    Only where neither the model nor a base overrides Django's method: an override of
+    your own can call ``uid_fields.django.unique.validate_unique(self, exclude)`` (or
+    ``validate_constraints``). Models that turn out not to live on shards get Django's
+    behaviour from them.
     """
     meta = sender._meta
     if meta.abstract or not isinstance(meta.pk, UidField):
         return
+    if sender.validate_unique is models.Model.validate_unique:
+        sender.validate_unique = validate_unique  # type: ignore[method-assign, assignment]
     if sender.validate_constraints is models.Model.validate_constraints:
         sender.validate_constraints = validate_constraints  # type: ignore[method-assign, assignment]

@@ -224,6 +224,21 @@ class Ticket(models.Model):
         ]
 
 
+class Attachment(models.Model):
+    """A follower (a uid id naming no shard, a constrained key to a sharded parent) with a
+    unique set the databases enforce (it includes the parent key) and one they cannot."""
+
+    id = SnowflakeField(primary_key=True)
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="attachments")
+    name = models.CharField(max_length=50)
+    checksum = models.CharField(max_length=64, unique=True)
+
+    objects = ShardedManager()
+
+    class Meta:
+        unique_together = [("ticket", "name")]
+
+
 class WorkspaceSlug(models.Model):
     """The docs' key table on ``default``: one row per slug, so its unique index holds
     the slug once across every shard (written with the workspace in one sharded_atomic)."""
