@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 
 from uid_fields import ShardRoutingError
 
+from .helpers import capture_all
 from .testapp.api import PlainPurchaseSerializer, PurchaseFilter
 from .testapp.models import Customer, Purchase, Ticket, Workspace
 
@@ -79,6 +80,18 @@ def test_a_model_choice_field_over_the_default_manager_lists_every_shard() -> No
     many = forms.ModelMultipleChoiceField(queryset=Customer._default_manager.all())
     assert len([v for v, _label in many.choices]) == len(customers)
     assert many.clean([str(customers[0].pk), str(customers[7].pk)]).count() == 2
+
+
+def test_a_choice_list_with_prefetched_rows_lists_every_shard() -> None:
+    customers = customers_on_every_shard()
+    for customer in customers:
+        Purchase.objects.create(customer=customer, total=2)
+    field = forms.ModelChoiceField(queryset=Customer.objects.prefetch_related("purchases"))
+    listed = [choice.instance for choice, _label in field.choices if choice != ""]
+    assert sorted(c.pk for c in listed) == sorted(c.pk for c in customers)
+    with capture_all() as log:
+        assert all(len(c.purchases.all()) == 1 for c in listed)  # prefetched on each shard
+    assert log.count() == 0
 
 
 def test_drf_related_field_choices_list_every_shard() -> None:

@@ -359,24 +359,24 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             if self._is_fanout():
                 self._result_cache = self._fanout_results()
             else:
-                choices = self._implied_fanout()
-                if choices is not None:
-                    self._result_cache = list(choices.iterator())
+                implied = self._implied_fanout()
+                if implied is not None:
+                    self._result_cache = list(implied)  # its prefetches are kept, not redone
         super()._fetch_all()
 
     def iterator(self, chunk_size: int | None = None) -> Iterator[Any]:
         if self._is_fanout():
             return iter(self._fanout_results())
-        choices = self._implied_fanout()
-        if choices is not None:
-            return choices.iterator(chunk_size=chunk_size)
+        implied = self._implied_fanout()
+        if implied is not None:
+            return implied.iterator(chunk_size=chunk_size)
         return super().iterator(chunk_size=chunk_size)
 
     def count(self) -> int:
         if not self._is_fanout():
-            choices = self._implied_fanout()
-            if choices is not None:
-                return choices.count()
+            implied = self._implied_fanout()
+            if implied is not None:
+                return implied.count()
             return super().count()
         if self.query.is_sliced:
             return len(self._fanout_results())
@@ -385,9 +385,9 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def exists(self) -> bool:
         if not self._is_fanout():
-            choices = self._implied_fanout()
-            if choices is not None:
-                return choices.exists()
+            implied = self._implied_fanout()
+            if implied is not None:
+                return implied.exists()
             return super().exists()
         if self.query.is_sliced:
             return bool(self._fanout_results())
