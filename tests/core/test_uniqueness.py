@@ -65,6 +65,8 @@ def test_a_filter_names_a_whole_set_by_exact_values() -> None:
     assert named_unique_set({"slug": {"exact"}}, sets) is slug
     assert named_unique_set({"slug": {"exact"}, "name": {"icontains"}}, sets) is slug
     assert named_unique_set({"slug": {"startswith"}}, sets) is None
+    assert named_unique_set({"slug": {"in"}}, sets) is slug  # one field: a list of values
+    assert named_unique_set({"owner": {"in"}, "number": {"exact"}}, sets) is None
     assert named_unique_set({"owner": {"exact"}}, sets) is None  # part of a set only
     assert named_unique_set({"owner": {"exact"}, "number": {"exact"}}, sets) is pair
     by_day = {"title": {"exact"}, "published": {"year", "month", "day"}}

@@ -89,10 +89,13 @@ def named_unique_set(
 
     ``lookups`` maps each field name a filter constrains to the lookups it uses on it
     (``"exact"`` for ``slug=`` and ``slug__exact=``). A set is named when each of its
-    fields is matched exactly, and its date field (``unique_for_date``) by its parts.
+    fields is matched exactly, and its date field (``unique_for_date``) by its parts; a
+    set of one field also by a list of values (``slug__in=``: one row per value and
+    database at most).
     """
     for unique in sets:
-        exact = all("exact" in lookups.get(name, ()) for name in unique.fields)
+        matches = {"exact", "in"} if len(unique.fields) == 1 else {"exact"}
+        exact = all(matches & set(lookups.get(name, ())) for name in unique.fields)
         dated = unique.date_field is None or bool(
             set(lookups.get(unique.date_field, ())) & DATE_PARTS
         )
