@@ -97,9 +97,7 @@ def test_a_choice_list_with_prefetched_rows_lists_every_shard() -> None:
 def test_a_multiple_choice_field_by_a_unique_field_checks_every_shard() -> None:
     workspaces = [Workspace.objects.create(slug=f"w{i}") for i in range(12)]
     assert len({w._state.db for w in workspaces}) > 1
-    field = forms.ModelMultipleChoiceField(
-        queryset=Workspace.objects.all(), to_field_name="slug"
-    )
+    field = forms.ModelMultipleChoiceField(queryset=Workspace.objects.all(), to_field_name="slug")
     assert sorted(str(v) for v, _label in field.choices) == sorted(w.slug for w in workspaces)
     chosen = field.clean([w.slug for w in workspaces[:5]])  # slug__in: every shard
     assert sorted(w.pk for w in chosen) == sorted(w.pk for w in workspaces[:5])
