@@ -22,6 +22,7 @@ from django.db import IntegrityError, models, router
 from django.test import Client
 from django.test.utils import isolate_apps, override_settings
 from django.urls import reverse
+from rest_framework import serializers
 from rest_framework.test import APIClient
 
 from uid_fields import ShardRoutingError
@@ -341,6 +342,27 @@ def test_a_drf_create_validates_a_unique_field_across_shards(api: APIClient) -> 
     pk = json.loads(created.content)["id"]
     same = api.patch(f"/api/workspaces/{pk}/", {"slug": "acme"}, format="json")
     assert same.status_code == 200, same.content  # the row itself is no conflict
+
+
+def test_drf_plain_model_serializers_validate_across_shards() -> None:
+    class PlainWorkspace(serializers.ModelSerializer):  # type: ignore[type-arg]
+        class Meta:
+            model = Workspace
+            fields = ["slug", "domain"]
+
+    class PlainTicket(serializers.ModelSerializer):  # type: ignore[type-arg]
+        class Meta:
+            model = Ticket
+            fields = ["workspace", "number", "reporter"]
+
+    first, second = two_workspaces()
+    Ticket.objects.create(workspace=first, number=4, reporter="ann")
+    taken = PlainWorkspace(data={"slug": first.slug})
+    assert not taken.is_valid() and "slug" in taken.errors
+    assert PlainWorkspace(data={"slug": "free"}).is_valid()
+    pair = PlainTicket(data={"workspace": second.pk, "number": 4, "reporter": "ann"})
+    assert not pair.is_valid() and "non_field_errors" in pair.errors
+    assert PlainTicket(data={"workspace": second.pk, "number": 4, "reporter": "bob"}).is_valid()
 
 
 def test_drf_unique_together_and_constraints_across_shards(api: APIClient) -> None:
