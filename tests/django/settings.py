@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "rest_framework",
+    "django_filters",
     "uid_fields.django",
     "tests.django.testapp",
 ]

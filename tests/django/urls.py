@@ -6,12 +6,21 @@ from django.shortcuts import get_object_or_404
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from .testapp.api import OrderViewSet, PurchaseViewSet
+from .testapp.api import (
+    FilteredPurchaseViewSet,
+    OrderViewSet,
+    PurchaseViewSet,
+    TicketViewSet,
+    WorkspaceViewSet,
+)
 from .testapp.models import Customer, Order, PageView, Purchase
 
 router = DefaultRouter()
 router.register("orders", OrderViewSet, basename="order")
 router.register("purchases", PurchaseViewSet, basename="purchase")
+router.register("workspaces", WorkspaceViewSet, basename="workspace")
+router.register("tickets", TicketViewSet, basename="ticket")
+router.register("filtered-purchases", FilteredPurchaseViewSet, basename="filtered-purchase")
 
 
 def order_detail(request: HttpRequest, pk: int) -> HttpResponse:

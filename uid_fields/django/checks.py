@@ -15,8 +15,9 @@ UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relatio
 rows that live on shards, E016 a sharded generator whose Python-made ids would collide
 across processes, E017 an on_delete that would have to run across databases, E018 a
 ``function=`` that is not an SQL identifier, E019 a generic relation touching rows on
-shards; W001 a layout exhausted within five years, W019 Django's own GenericForeignKey
-(which cannot point at rows on shards) in a project with rows on shards.
+shards; W001 a layout exhausted within five years, W002 a unique set the shard
+databases hold once per shard only, W019 Django's own GenericForeignKey (which cannot
+point at rows on shards) in a project with rows on shards.
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ from django.db import models
 from .. import config as core
 from ..config import Problem
 from ..config.problems import key_names, key_text
+from ..placement.uniqueness import enforced_by_databases
 from ..sql.postgres import sql_identifier
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
 from .query import ShardedQuerySet
 from .routing import colocated, parent_link, sharded_pk
+from .unique import all_unique_sets, placing_fields
 
 EXHAUSTION_WARNING = timedelta(days=5 * 365)
 
@@ -454,3 +457,66 @@ def manager_errors(models: Any) -> list[checks.CheckMessage]:
                 )
             )
     return errors
+
+
+@checks.register(checks.Tags.models)
+def check_unique(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    return unique_warnings(apps.get_models())
+
+
+def unique_warnings(models: Any) -> list[checks.CheckMessage]:
+    """W002: unique sets of rows on shards that the databases hold once per shard only.
+
+    A unique index covers its own database. A set that includes the shard key or the
+    id (or the key to the parent a row follows) is held whole by one database, since
+    rows that could collide share it; any other set can hold each value once on every
+    shard. Validation reads every shard for it (``uid_fields.django.unique``), which
+    cannot stop two writes at the same time: the message says so, and the fix.
+    """
+    found: list[checks.CheckMessage] = []
+    for model in models:
+        count = len(_map_aliases(model))
+        if count < 2:
+            continue
+        placing = placing_fields(model)
+        sets = all_unique_sets(model)
+        enforced = [s for s in sets if enforced_by_databases(s, placing, count)]
+        held = (
+            f" The databases enforce {', '.join(map(str, enforced))}: they include the "
+            "shard key or the id."
+            if enforced
+            else ""
+        )
+        for unique in sets:
+            if unique in enforced:
+                continue
+            found.append(
+                checks.Warning(
+                    f"{unique} of {model.__name__} ({unique.label}) holds each value once "
+                    f"per shard: its rows live on {count} databases, a unique index covers "
+                    "one, and these fields include neither the shard key nor the id. "
+                    "full_clean(), ModelForms, the admin and DRF's validators read every "
+                    "shard for it, but two writes at the same time can both succeed." + held,
+                    hint="Include the shard key in the set (unique per key), or claim each "
+                    "value in a key table on 'default' written with the row in one "
+                    "sharded_atomic() (docs: uniqueness). Silence uid_fields.W002 where "
+                    "validation is enough.",
+                    obj=model,
+                    id="uid_fields.W002",
+                )
+            )
+    return found
+
+
+def _map_aliases(model: Any) -> list[str]:
+    """The databases that own ``model``'s rows (an incoming one holds none yet), from
+    the settings dict alone."""
+    field = sharded_pk(model)
+    if field is None:
+        link = parent_link(model)
+        field = sharded_pk(link.related_model) if link is not None else None
+    name = field.shards_name if field is not None else None
+    entry = conf.SHARDS.get(name) if name is not None else None
+    if not isinstance(entry, Mapping):
+        return []  # no such map: E002
+    return list(dict.fromkeys(core.map_databases(entry) or ()))  # None: malformed, E004

@@ -17,6 +17,7 @@ from django.db.models import Count, Max, Min, Sum
 
 from ..errors import ShardRoutingError
 from ..ops import merge
+from .choices import building_choices
 from .compat import ModelIterable
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
@@ -32,8 +33,16 @@ from .id_lookups import (
 from .joins import load_hops, split_select_related
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
-from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
+from .routing import (
+    check_write,
+    colocated,
+    database_for_instance,
+    parent_link,
+    refuses_unrouted,
+    sharded_pk,
+)
 from .transactions import sharded_atomic
+from .unique import unique_lookup_databases, validating_unique
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
@@ -212,6 +221,10 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         if negate or self._db is not None:
             return
         aliases = self._aliases_for(kwargs, args)
+        if aliases is None and self._shard_aliases is None:
+            # the exact values of a whole unique set (slug=, DRF's slug__exact=): at
+            # most one row per shard, on any shard the set can span
+            aliases = unique_lookup_databases(self.model, kwargs)
         if aliases is not None:
             self._narrow(aliases)
 
@@ -336,18 +349,41 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
         return gather(shards, work)
 
+    def _implied_fanout(self) -> ShardedQuerySet | None:
+        """This query over every shard, when it names none and is read for a choice list
+        (a select box, a filter form, DRF's browsable API; see ``choices``) or by
+        ``validate_unique()`` of this model (``unique``); None otherwise, and the query
+        is routed (or refused) as usual."""
+        if self._db is not None or self._shard_aliases is not None:
+            return None
+        if not self._shard_databases() or not refuses_unrouted(self.model):
+            return None
+        implied = validating_unique(self.model) or building_choices()
+        return self.on_all_shards() if implied else None
+
     def _fetch_all(self) -> None:
-        if self._result_cache is None and self._is_fanout():
-            self._result_cache = self._fanout_results()
+        if self._result_cache is None:
+            if self._is_fanout():
+                self._result_cache = self._fanout_results()
+            else:
+                implied = self._implied_fanout()
+                if implied is not None:
+                    self._result_cache = list(implied)  # its prefetches are kept, not redone
         super()._fetch_all()
 
     def iterator(self, chunk_size: int | None = None) -> Iterator[Any]:
         if self._is_fanout():
             return iter(self._fanout_results())
+        implied = self._implied_fanout()
+        if implied is not None:
+            return implied.iterator(chunk_size=chunk_size)
         return super().iterator(chunk_size=chunk_size)
 
     def count(self) -> int:
         if not self._is_fanout():
+            implied = self._implied_fanout()
+            if implied is not None:
+                return implied.count()
             return super().count()
         if self.query.is_sliced:
             return len(self._fanout_results())
@@ -356,6 +392,9 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def exists(self) -> bool:
         if not self._is_fanout():
+            implied = self._implied_fanout()
+            if implied is not None:
+                return implied.exists()
             return super().exists()
         if self.query.is_sliced:
             return bool(self._fanout_results())

@@ -9,9 +9,11 @@ default) makes every plain ``ModelSerializer`` of the process do the same, via `
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import TYPE_CHECKING, Any
 
+from django.core.exceptions import FieldError
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
@@ -31,10 +33,12 @@ from rest_framework.utils.model_meta import RelationInfo
 
 from .fields import ShardedBigIntField, SnowflakeField, UidField
 from .lookups import _aware
+from .unique import model_databases
 
 __all__ = [
     "IdStringField",
     "IdTimeFilter",
+    "ShardedConditionValidator",
     "StringPrimaryKeyRelatedField",
     "UidJSONEncoder",
     "UidJSONRenderer",
@@ -173,6 +177,47 @@ else:
     _SerializerBase = object
 
 
+class ShardedConditionValidator:
+    """DRF's ``UniqueTogetherValidator`` of a conditional ``UniqueConstraint``, for rows
+    on shards.
+
+    DRF checks ``condition & Exists(queryset.filter(condition))`` on ``default``, where
+    a sharded table is not: the query fails, DRF counts the failure as a conflict, and
+    every create is refused. Here the condition is first checked against the row's own
+    values (a query that reads no table), and, when it holds, the rows meeting it are
+    looked up by DRF's own validator on every shard the set can span.
+    """
+
+    requires_context = True
+
+    def __init__(self, validator: Any) -> None:
+        self.validator = validator
+
+    def __call__(self, attrs: dict[str, Any], serializer: Any) -> None:
+        validator = self.validator
+        databases = model_databases(validator.queryset.model)
+        if not databases:
+            return validator(attrs, serializer)  # type: ignore[no-any-return]
+        instance = serializer.instance
+        against = {}
+        for name in validator.condition_fields:
+            source = serializer.fields[name].source
+            against[source] = attrs[source] if source in attrs else getattr(instance, source, None)
+        try:
+            applies = validator.condition.check(against, using=databases[0])
+        except FieldError:
+            applies = False  # as DRF: a condition it cannot evaluate is no conflict
+        if not applies:
+            return None
+        narrowed = copy.copy(validator)
+        narrowed.queryset = validator.queryset.filter(validator.condition)
+        narrowed.condition = None
+        return narrowed(attrs, serializer)  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"<ShardedConditionValidator({self.validator!r})>"
+
+
 class UidSerializerMixin(_SerializerBase):
     """Uid ids, and primary keys that point at uid models, as strings in this serializer.
 
@@ -196,6 +241,16 @@ class UidSerializerMixin(_SerializerBase):
         if field_class is serializers.PrimaryKeyRelatedField:
             field_class = StringPrimaryKeyRelatedField
         return field_class, kwargs
+
+    def get_unique_together_validators(self) -> list[Any]:
+        """DRF's validators; those of a conditional constraint on rows that live on
+        shards are wrapped (``ShardedConditionValidator``)."""
+        return [
+            ShardedConditionValidator(validator)
+            if getattr(validator, "condition", None) is not None
+            else validator
+            for validator in super().get_unique_together_validators()
+        ]
 
 
 class UidModelSerializer(UidSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]

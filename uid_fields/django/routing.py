@@ -206,6 +206,12 @@ def pinned_shard(model: type[models.Model]) -> str | None:
     return (_pinned.get() or {}).get(model)
 
 
+def refuses_unrouted(model: type[models.Model]) -> bool:
+    """Whether a query of ``model``'s rows that names no shard is refused (strict
+    routing, and no shard pinned for the model)."""
+    return pinned_shard(model) is None and bool(conf.STRICT_ROUTING)
+
+
 def _unhinted(model: type[models.Model]) -> str | None:
     """A query of rows on shards that names none: the pinned shard, or strict refusal."""
     pinned = pinned_shard(model)

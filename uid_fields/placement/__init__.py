@@ -3,10 +3,11 @@
 Shard maps (``shards``), the routes that read a logical shard from an id (``routes``),
 shard keys and co-location (``keys``), the placement authority adapters call for every
 row (``authority``), the rule for ids a caller chose, on new objects and on stored rows
-(``new_objects``), ranges named by an attribute of the application (``key_ranges``),
-the SQL range predicates of a shard (``predicates``) and the databases an AND or an OR
-of routing conditions names (``conditions``). Built on ``uid_fields.ids``;
-knows no ORM and no settings.
+(``new_objects``), which unique sets the databases enforce and which databases a
+uniqueness check reads (``uniqueness``), ranges named by an attribute of the application
+(``key_ranges``), the SQL range predicates of a shard (``predicates``) and the databases
+an AND or an OR of routing conditions names (``conditions``). Built on
+``uid_fields.ids``; knows no ORM and no settings.
 """
 
 from .authority import KeyHash, Placement, allow_off_shard_writes, off_shard_writes_allowed
@@ -30,6 +31,12 @@ from .shards import (
     Route,
     ShardMap,
 )
+from .uniqueness import (
+    UniqueSet,
+    databases_to_check,
+    enforced_by_databases,
+    named_unique_set,
+)
 
 __all__ = [
     "ByDecimalServer",
@@ -43,14 +50,18 @@ __all__ = [
     "Placement",
     "Route",
     "ShardMap",
+    "UniqueSet",
     "all_of",
     "allow_off_shard_writes",
     "any_of",
     "check_id_change",
     "colocated_logical_shard",
+    "databases_to_check",
+    "enforced_by_databases",
     "id_for_new_object",
     "ids_for_new_objects",
     "logical_shard_in",
+    "named_unique_set",
     "natural_route",
     "normalize_shard_key",
     "off_shard_writes_allowed",

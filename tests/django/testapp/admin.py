@@ -20,6 +20,8 @@ from .models import (
     PurchaseLine,
     Remark,
     Review,
+    Ticket,
+    Workspace,
 )
 
 
@@ -104,3 +106,14 @@ class MemoAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 for model in (Photo, PageView, LegacyRow, PhpRow, Remark):
     admin.site.register(model, ShardedModelAdmin)
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(ShardedModelAdmin):
+    list_display = ["slug", "domain"]
+
+
+@admin.register(Ticket)
+class TicketAdmin(ShardedModelAdmin):
+    list_display = ["number", "reference"]
+    list_filter = ["workspace"]  # the admin builds its choices with Field.get_choices()

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import django_filters
+from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework import serializers, viewsets
+from rest_framework.renderers import BrowsableAPIRenderer
 
-from uid_fields.django.rest import IdTimeFilter, UidModelSerializer, UidSerializerMixin
+from uid_fields.django.rest import (
+    IdTimeFilter,
+    UidJSONRenderer,
+    UidModelSerializer,
+    UidSerializerMixin,
+)
 
-from .models import Customer, Order, PageView, Purchase
+from .models import Customer, Order, PageView, Purchase, Ticket, Workspace
 
 
 class OrderSerializer(UidModelSerializer):
@@ -60,3 +68,52 @@ class PlainPurchaseSerializer(serializers.ModelSerializer):  # type: ignore[type
     class Meta:
         model = Purchase
         fields = ["id", "customer", "total"]
+
+
+# -- uniqueness across shards, and choice lists of sharded rows (issue 25, items 2, 4, 6) --
+
+
+class WorkspaceSerializer(UidModelSerializer):
+    class Meta:
+        model = Workspace
+        fields = ["id", "slug", "domain"]
+
+
+class TicketSerializer(UidModelSerializer):
+    class Meta:
+        model = Ticket
+        fields = ["id", "workspace", "number", "reporter", "reference", "title", "open"]
+
+
+class WorkspaceViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    serializer_class = WorkspaceSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Workspace.objects.on_all_shards()
+
+
+class TicketViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    serializer_class = TicketSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Ticket.objects.on_all_shards()
+
+
+class PurchaseFilter(django_filters.FilterSet):
+    """django-filter's generated ModelChoiceFilter over a key to a sharded model."""
+
+    class Meta:
+        model = Purchase
+        fields = ["customer"]
+
+
+class FilteredPurchaseViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    """DRF's own ModelSerializer (a plain PrimaryKeyRelatedField) and a FilterSet."""
+
+    serializer_class = PlainPurchaseSerializer
+    renderer_classes = [UidJSONRenderer, BrowsableAPIRenderer]
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = PurchaseFilter
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Purchase.objects.on_all_shards()

@@ -234,6 +234,17 @@ class CardStep(models.Model):
     objects = ShardedManager()
 
 
+class Workspace(models.Model):
+    """The issue's tenant: unique values on rows spread over every shard. The databases
+    hold each slug once per shard only; validation checks every shard."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    slug = models.SlugField(unique=True)
+    domain = models.CharField(max_length=50, null=True, blank=True, unique=True)
+
+    objects = ShardedManager()
+
+
 class CardCover(models.Model):
     """A one-to-one soft key from rows of their own ids: the cover may live on another shard
     than its card (``card.cover`` is a reverse one-to-one across databases)."""
@@ -281,3 +292,55 @@ class Bookmark(models.Model):
     object_id = models.CharField(max_length=40)  # integer and UUID ids alike
     target = GenericForeignKey("content_type", "object_id")
     label = models.CharField(max_length=50, blank=True)
+
+
+class Ticket(models.Model):
+    """Rows co-located with their workspace, with unique sets the databases enforce (they
+    include the shard key) and sets that can span shards."""
+
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="workspace"
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="tickets")
+    number = models.IntegerField()
+    reporter = models.CharField(max_length=50, null=True, blank=True)
+    reference = models.CharField(max_length=20, null=True, blank=True)
+    title = models.CharField(max_length=50, null=True, blank=True)
+    open = models.BooleanField(default=True)
+    due = models.DateField(null=True, blank=True)
+    slot = models.CharField(max_length=20, null=True, blank=True, unique_for_date="due")
+
+    objects = ShardedManager()
+
+    class Meta:
+        unique_together = [("workspace", "number"), ("reporter", "number")]
+        constraints = [
+            models.UniqueConstraint(fields=["reference"], name="ticket_reference_unique"),
+            models.UniqueConstraint(
+                fields=["title"], condition=models.Q(open=True), name="ticket_open_title_unique"
+            ),
+            models.UniqueConstraint(fields=["workspace", "title"], name="ticket_title_per_ws"),
+        ]
+
+
+class Attachment(models.Model):
+    """A follower (a uid id naming no shard, a constrained key to a sharded parent) with a
+    unique set the databases enforce (it includes the parent key) and one they cannot."""
+
+    id = SnowflakeField(primary_key=True)
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="attachments")
+    name = models.CharField(max_length=50)
+    checksum = models.CharField(max_length=64, unique=True)
+
+    objects = ShardedManager()
+
+    class Meta:
+        unique_together = [("ticket", "name")]
+
+
+class WorkspaceSlug(models.Model):
+    """The docs' key table on ``default``: one row per slug, so its unique index holds
+    the slug once across every shard (written with the workspace in one sharded_atomic)."""
+
+    slug = models.SlugField(unique=True)
+    workspace_id = models.BigIntegerField()
