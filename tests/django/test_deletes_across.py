@@ -155,9 +155,9 @@ def test_referring_rows_are_found_by_their_key_on_each_database(ann: User) -> No
     task_on(SHARDS[2], "one", created_by=ann)
     with capture_all() as log:
         ann.delete()
-    for alias in SHARDS:
-        selects = [sql for sql in log.sql(alias) if '"testapp_task"' in sql and "SELECT" in sql]
-        assert any(re.search(r'"created_by_id" IN \(', sql) for sql in selects), alias
+    for alias in SHARDS:  # quoted "..." or `...` (MySQL)
+        selects = [sql for sql in log.sql(alias) if re.match(r"SELECT .*.testapp_task.", sql)]
+        assert any(re.search(r".created_by_id. IN \(", sql) for sql in selects), alias
     assert not any("testapp_task" in sql for sql in log.sql("default"))
 
 
@@ -205,9 +205,7 @@ def client() -> Client:
     return c
 
 
-def test_the_admin_lists_the_rows_on_the_shards_and_deletes_them(
-    client: Client, ann: User
-) -> None:
+def test_the_admin_lists_the_rows_on_the_shards_and_deletes_them(client: Client, ann: User) -> None:
     tasks = [task_on(alias, f"task-{i}", created_by=ann) for i, alias in enumerate(SHARDS)]
     Comment.objects.create(task=tasks[1], text="a comment of task-1")
     watch = Watch.objects.create(user=ann, task=tasks[2])
@@ -227,9 +225,7 @@ def test_the_admin_lists_the_rows_on_the_shards_and_deletes_them(
     assert not Watch.objects.filter(pk=watch.pk).exists()
 
 
-def test_the_admin_shows_what_protects_a_row_on_another_database(
-    client: Client, ann: User
-) -> None:
+def test_the_admin_shows_what_protects_a_row_on_another_database(client: Client, ann: User) -> None:
     project = task_on(SHARDS[3], "x").project
     project.owner = ann
     project.save()

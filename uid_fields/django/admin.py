@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import NestedObjects
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.http import HttpRequest, HttpResponse, QueryDict
@@ -19,10 +20,17 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
+from .deletion import ShardedCollector
 from .fields import UidField
 from .routing import colocated, pin_shard, sharded_pk
 
-__all__ = ["CreatedFilter", "ShardFilter", "ShardedAdminMixin", "ShardedModelAdmin"]
+__all__ = [
+    "CreatedFilter",
+    "ShardFilter",
+    "ShardedAdminMixin",
+    "ShardedModelAdmin",
+    "ShardedNestedObjects",
+]
 
 SHARD_PARAM = "shard"
 
@@ -295,3 +303,19 @@ def _has_time(model: type[models.Model]) -> bool:
 
 class ShardedModelAdmin(ShardedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     """A ModelAdmin for sharded models (use ShardedAdminMixin with your own base class)."""
+
+
+class ShardedNestedObjects(NestedObjects, ShardedCollector):  # type: ignore[misc]
+    """What the admin's delete confirmation lists: with the rows on other databases that
+    the delete takes with it (a user's tasks on every shard), or that protect the row.
+
+    Installed in place of Django's ``NestedObjects`` when the app is ready, for every
+    model admin (``auth.User``'s too). The collectors of the other databases add to this
+    one's tree, protected rows and counts.
+    """
+
+    def adopt(self, member: ShardedCollector) -> None:
+        assert isinstance(member, ShardedNestedObjects)
+        member.edges = self.edges
+        member.protected = self.protected
+        member.model_objs = self.model_objs

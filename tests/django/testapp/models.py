@@ -237,7 +237,9 @@ class Label(models.Model):
 
 
 class Task(models.Model):
-    id = ShardedBigIntField(primary_key=True, generator="photos", shards="main", shard_key="project")
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="project"
+    )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tasks")
     parent = models.ForeignKey(
