@@ -229,7 +229,7 @@ def test_many_to_many_relations_of_sharded_rows_are_e015() -> None:
 
 
 def DB_CASCADE(collector: Any, field: Any, sub_objs: Any, using: str) -> None:
-    """Stands for Django 6.1's database-level on_delete (an ON DELETE clause)."""
+    """Stands for Django's database-level on_delete (an ON DELETE clause)."""
 
 
 @isolate_apps("tests.django.testapp")

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import NotSupportedError
+from django.db import NotSupportedError, models
 from django.db.models import ProtectedError, RestrictedError
 from django.db.models.signals import post_delete
 from django.test import Client
+from django.test.utils import isolate_apps
 from django.urls import reverse
 
 from tests.django.helpers import capture_all
@@ -30,7 +31,8 @@ from tests.django.testapp.models import (
     Tenant,
     Watch,
 )
-from uid_fields.django import two_phase_deletes
+from uid_fields.django import ShardedBigIntField, ShardedManager, two_phase_deletes
+from uid_fields.django.deletion import referrer_databases
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 SHARDS = settings.SHARDS
@@ -185,6 +187,8 @@ def test_a_failure_on_one_database_rolls_back_every_database(
 
 
 def test_two_phase_deletes_need_postgresql_on_every_database(ann: User) -> None:
+    """Committed by two-phase commit in test_deletes_two_phase.py, on a cluster that
+    allows prepared transactions."""
     task = task_on(SHARDS[0], "two-phase", created_by=ann)
     reminder_on(SHARDS[1], task)
     if settings.BACKEND == "postgres":
@@ -194,7 +198,35 @@ def test_two_phase_deletes_need_postgresql_on_every_database(ann: User) -> None:
     else:
         with pytest.raises(NotSupportedError, match="two-phase"), two_phase_deletes():
             task.delete()
+        with pytest.raises(NotSupportedError, match="two-phase"):
+            Task.objects.on_all_shards().filter(title="two-phase").delete(two_phase=True)
     assert exists(task) and User.objects.filter(pk=ann.pk).exists()
+    task.delete()  # one database only: nothing to commit in two phases
+    assert not exists(task)
+
+
+@isolate_apps("tests.django.testapp")
+def test_rows_placed_by_the_key_itself_are_asked_on_that_keys_shard_only() -> None:
+    class Draft(models.Model):  # placed by its author: a key to a row on default
+        id = ShardedBigIntField(
+            primary_key=True, generator="photos", shards="main", shard_key="author"
+        )
+        author = models.ForeignKey(
+            User, on_delete=models.CASCADE, db_constraint=False, related_name="+"
+        )
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    users = [User(pk=pk, username=str(pk)) for pk in range(1, 41)]
+    by_key = referrer_databases(Draft._meta.get_field("author"), users)
+    assert set(by_key) == set(SHARDS)  # 40 keys spread over the shards
+    for alias, targets in by_key.items():
+        assert all(Draft._meta.pk.databases_for_key(u.pk) == (alias,) for u in targets)
+    assert sum(len(t) for t in by_key.values()) == 40
+    everywhere = referrer_databases(Task._meta.get_field("created_by"), users[:1])
+    assert everywhere == dict.fromkeys(SHARDS, users[:1])
 
 
 @pytest.fixture

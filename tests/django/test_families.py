@@ -205,3 +205,36 @@ def test_relations_between_families_are_still_refused() -> None:
         ("uid_fields.E015", "friends"),
         ("uid_fields.E015", "tenants"),
     ]
+
+
+@isolate_apps("tests.django.testapp")
+def test_a_many_to_many_through_a_model_of_the_family_is_allowed() -> None:
+    class Board(models.Model):
+        id = ShardedBigIntField(
+            primary_key=True, generator="photos", shards="main", shard_key="tenant"
+        )
+        tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE)
+        pinned = models.ManyToManyField(Label, through="Pin", related_name="+")
+        customers = models.ManyToManyField(Customer, through="Pin", related_name="+")
+
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    class Pin(models.Model):  # a link row keyed by its board: a member of the family
+        id = ShardedBigIntField(
+            primary_key=True, generator="photos", shards="main", shard_key="board"
+        )
+        board = models.ForeignKey(Board, on_delete=models.CASCADE)
+        label = models.ForeignKey(Label, on_delete=models.CASCADE)
+        customer = models.ForeignKey(Customer, on_delete=models.CASCADE, db_constraint=False)
+
+        objects = ShardedManager()
+
+        class Meta:
+            app_label = "testapp"
+
+    errors = relation_errors([Board, Pin])
+    # The customers live in families of their own: their links cannot stay with both.
+    assert [(e.id, e.obj.name) for e in errors] == [("uid_fields.E015", "customers")]

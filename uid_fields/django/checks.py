@@ -385,7 +385,7 @@ def _on_delete_errors(model: Any, field: Any, target: Any) -> list[checks.CheckM
 
     Django's on_delete handlers run in Python, and a delete asks each database that can
     hold referring rows (``uid_fields.django.deletion``). The database-level ones
-    (``DB_CASCADE``, ``DB_SET_NULL``, ``DB_SET_DEFAULT`` in Django 6.1) are an ``ON
+    (``DB_CASCADE``, ``DB_SET_NULL``, ``DB_SET_DEFAULT`` of recent Django) are an ``ON
     DELETE`` clause of a foreign-key constraint, and no constraint holds across
     databases.
     """

@@ -29,7 +29,7 @@ from contextvars import ContextVar
 from itertools import chain
 from typing import Any
 
-from django.db import models, router
+from django.db import connections, models, router
 from django.db.models import ProtectedError, RestrictedError
 
 from . import compat
@@ -97,6 +97,12 @@ def referrer_databases(field: Any, targets: list[Any]) -> dict[str, list[Any]]:
         return dict.fromkeys(parent.placement.databases, targets)
     # An ordinary model: where the routers put it (default, normally).
     return {router.db_for_write(model, instance=targets[0]): targets}
+
+
+def _batches(alias: str, field: Any, targets: list[Any]) -> list[list[Any]]:
+    """``targets`` in batches the database of ``alias`` takes in one ``IN (...)``."""
+    size = max(connections[alias].ops.bulk_batch_size([field], targets), 1)
+    return [targets[i : i + size] for i in range(0, len(targets), size)]
 
 
 def _key_of(field: Any, target: models.Model) -> Any:
@@ -188,17 +194,21 @@ class ShardedCollector(compat.Collector):
             on_delete = field.remote_field.on_delete
             lazy = getattr(on_delete, "lazy_sub_objs", False)
             for alias, targets in referrer_databases(field, pending).items():
-                member = self.member(alias)
-                for batch in member.get_del_batches(targets, [field]):
+                for batch in _batches(alias, field, targets):
                     sub_objs = related.related_model._base_manager.using(alias).filter(
                         **{f"{field.name}__in": batch}
                     )
-                    if not lazy:
-                        if not sub_objs:
+                    # A database joins the delete only when it holds referring rows. A
+                    # lazy handler (SET_NULL) updates them without loading them.
+                    if lazy:
+                        if not sub_objs.exists():
                             continue
+                    elif not sub_objs:
+                        continue
+                    else:
                         _point_at(field, sub_objs, batch)
                     try:
-                        on_delete(member, field, sub_objs, alias)
+                        on_delete(self.member(alias), field, sub_objs, alias)
                     except ProtectedError as error:
                         protected[f"'{field.model.__name__}.{field.name}'"] += list(
                             error.protected_objects
