@@ -30,6 +30,7 @@ from tests.django.testapp.models import (
 )
 from uid_fields.django import ShardedBigIntField, ShardedManager, SnowflakeField
 from uid_fields.django.checks import check_managers, relation_errors
+from uid_fields.django.moves import map_models
 from uid_fields.django.routing import colocated, family_root
 from uid_fields.errors import WrongShardError
 
@@ -238,3 +239,12 @@ def test_a_many_to_many_through_a_model_of_the_family_is_allowed() -> None:
     errors = relation_errors([Board, Pin])
     # The customers live in families of their own: their links cannot stay with both.
     assert [(e.id, e.obj.name) for e in errors] == [("uid_fields.E015", "customers")]
+
+
+def test_a_shard_move_says_it_does_not_carry_the_automatic_many_to_many_table() -> None:
+    """Its ids come from each database's sequence: said, not silently left behind."""
+    with pytest.warns(RuntimeWarning, match=r"testapp\.Task_labels .* not carried by a shard"):
+        tables = map_models("main")
+    labels = {table.store.label for table in tables}
+    assert {"testapp.Task", "testapp.TaskLabel", "testapp.Comment"} <= labels
+    assert "testapp.Task_labels" not in labels
