@@ -171,6 +171,9 @@ def test_a_key_inside_the_family_that_points_at_another_database_is_refused() ->
         here["task"].labels.add(there["label"])  # Django asks the router: two databases
     with pytest.raises(WrongShardError), transaction.atomic(using=settings.SHARDS[0]):
         here["task"].labels.add(there["label"].pk)  # by id: checked by uid_fields
+    reverse = pytest.raises(WrongShardError, match=r"Label\.tasks names \d+, a row on 'shard_1'")
+    with reverse, transaction.atomic(using=settings.SHARDS[0]):
+        here["label"].tasks.add(there["task"].pk)
     assert not Task.objects.on_all_shards().filter(title__in=["stray", "bulk"]).exists()
 
 

@@ -299,10 +299,12 @@ def _check_links_on_add(
 
 
 def _many_to_many_name(through: Any, reverse: bool) -> str:
-    for field in through._meta.auto_created._meta.local_many_to_many:
+    """The name the relation goes by from the side that adds (``labels``, ``tasks``)."""
+    source = through._meta.auto_created
+    for field in source._meta.local_many_to_many if source else ():
         if field.remote_field.through is through:
             return str(field.remote_field.get_accessor_name() if reverse else field.name)
-    return through._meta.model_name  # type: ignore[no-any-return]
+    return str(through._meta.model_name)
 
 
 _pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)
