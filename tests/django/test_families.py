@@ -19,6 +19,7 @@ from django.db import connections, models, transaction
 from django.db.models import Count
 from django.test.utils import isolate_apps
 
+from tests.django.helpers import capture_all
 from tests.django.testapp.models import (
     Comment,
     Customer,
@@ -251,3 +252,15 @@ def test_a_shard_move_says_it_does_not_carry_the_automatic_many_to_many_table() 
     labels = {table.store.label for table in tables}
     assert {"testapp.Task", "testapp.TaskLabel", "testapp.Comment"} <= labels
     assert "testapp.Task_labels" not in labels
+
+
+def test_a_query_by_a_key_inside_the_family_reads_that_rows_shard() -> None:
+    alias = settings.SHARDS[3]
+    rows = family(alias)
+    family(settings.SHARDS[0])
+    with capture_all() as log:
+        assert {t.title for t in Task.objects.filter(tenant=rows["tenant"])} == {"root", "sub"}
+        assert [t.title for t in Task.objects.filter(parent_id=rows["task"].pk)] == ["sub"]
+        assert TaskLabel.objects.filter(label=rows["label"]).count() == 1
+    assert log.aliases("SELECT") == {alias}
+    assert not Task.objects.filter(tenant_id=12345).exists()  # the shard of that id: no row

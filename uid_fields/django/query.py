@@ -32,6 +32,7 @@ from .routing import (
     check_write,
     colocated,
     database_for_instance,
+    family_keys,
     parent_link,
     sharded_pk,
 )
@@ -237,6 +238,12 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         if field.shard_key:
             key_field = field.shard_key_field()
             key_names = {key_field.name, key_field.attname}
+        family = {
+            name: target
+            for key in family_keys(self.model)
+            if (target := sharded_pk(key.related_model)) is not None
+            for name in (key.name, key.attname)
+        }
         found: set[str] | None = None
         for lookup, value in kwargs.items():
             base, _, rest = lookup.partition("__")
@@ -260,6 +267,12 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                     if databases is None:
                         continue
                     aliases = set(databases)
+            elif base in family and kind == "exact" and value is not None:
+                # A key inside the family names a row of the rows' own database.
+                try:
+                    aliases = {family[base].placement.database_of(plain_value(value))}
+                except (TypeError, ValueError):
+                    aliases = set()
             else:
                 continue
             found = aliases if found is None else found & aliases

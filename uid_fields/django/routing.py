@@ -30,6 +30,7 @@ __all__ = [
     "check_write",
     "colocated",
     "database_for_instance",
+    "family_keys",
     "family_root",
     "placement_link",
     "relation_of",
