@@ -200,6 +200,8 @@ def test_two_phase_deletes_need_postgresql_on_every_database(ann: User) -> None:
             task.delete()
         with pytest.raises(NotSupportedError, match="two-phase"):
             Task.objects.on_all_shards().filter(title="two-phase").delete(two_phase=True)
+        with pytest.raises(NotSupportedError, match="two-phase"), two_phase_deletes():
+            Task.objects.on_all_shards().filter(title="two-phase").delete()
     assert exists(task) and User.objects.filter(pk=ann.pk).exists()
     task.delete()  # one database only: nothing to commit in two phases
     assert not exists(task)

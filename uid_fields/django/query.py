@@ -9,7 +9,7 @@ default the id, which for these ids is creation time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from typing import Any
 
 from django.apps import apps
@@ -432,7 +432,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         ``sharded_atomic``; ``two_phase=True`` commits it by two-phase commit
         (PostgreSQL), as ``two_phase_deletes()`` does for ``Model.delete()``.
         """
-        with two_phase_deletes(two_phase):
+        with two_phase_deletes() if two_phase else nullcontext():  # or an outer block's
             if not self._is_fanout():
                 return super().delete()
             if self.query.is_sliced:
