@@ -219,10 +219,9 @@ def test_foreign_keys_across_shards_are_e011() -> None:
             app_label = "testapp"
 
     errors = relation_errors([Loose, Soft, Together])
+    # The CASCADE across databases runs on each shard (uid_fields.django.deletion).
     assert [(e.id, e.obj) for e in errors] == [
-        ("uid_fields.E017", Loose._meta.get_field("customer")),  # CASCADE across databases
         ("uid_fields.E011", Loose._meta.get_field("customer")),
-        ("uid_fields.E017", Soft._meta.get_field("customer")),
     ]
     assert ids(check_managers()) == set()  # the test project itself is clean
 
@@ -254,8 +253,12 @@ def test_many_to_many_relations_of_sharded_rows_are_e015() -> None:
     ]
 
 
+def DB_CASCADE(collector: Any, field: Any, sub_objs: Any, using: str) -> None:
+    """Stands for Django's database-level on_delete (an ON DELETE clause)."""
+
+
 @isolate_apps("tests.django.testapp")
-def test_on_delete_across_databases_is_e017() -> None:
+def test_on_delete_only_a_database_can_run_across_databases_is_e017() -> None:
     from uid_fields.django.checks import relation_errors
 
     from .testapp.models import Coupon, Customer
@@ -264,6 +267,9 @@ def test_on_delete_across_databases_is_e017() -> None:
         customer = models.ForeignKey(Customer, on_delete=models.CASCADE, db_constraint=False)
         quiet = models.ForeignKey(
             Customer, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+        )
+        in_database = models.ForeignKey(
+            Customer, on_delete=DB_CASCADE, db_constraint=False, related_name="+"
         )
 
         class Meta:
@@ -278,12 +284,22 @@ def test_on_delete_across_databases_is_e017() -> None:
         class Meta:
             app_label = "testapp"
 
-    errors = relation_errors([Memo, Cart])
+    class Line(models.Model):  # co-located: the database runs it on one database
+        id = ShardedBigIntField(
+            primary_key=True, generator="photos", shards="main", shard_key="customer"
+        )
+        customer = models.ForeignKey(Customer, on_delete=DB_CASCADE)
+
+        class Meta:
+            app_label = "testapp"
+
+    # CASCADE and SET_NULL across databases run in Python on every database holding
+    # referring rows (tests/django/test_deletes_across.py); an ON DELETE clause cannot.
+    errors = relation_errors([Memo, Cart, Line])
     assert [(e.id, e.obj) for e in errors] == [
-        ("uid_fields.E017", Memo._meta.get_field("customer")),
-        ("uid_fields.E017", Cart._meta.get_field("coupon")),
+        ("uid_fields.E017", Memo._meta.get_field("in_database")),
     ]
-    assert "DO_NOTHING" in errors[0].hint  # type: ignore[operator]
+    assert "CASCADE" in errors[0].hint  # type: ignore[operator]
 
 
 def test_two_generators_with_the_same_node_are_e012() -> None:

@@ -40,3 +40,33 @@ def test_a_raw_condition_narrows_on_the_database() -> None:
     plain = Ranked.objects.using(alias)
     odd = compat.where_sql(plain, "rank % 2 = 1")
     assert sorted(r.rank for r in odd) == [1, 3, 5]
+
+
+@pytest.mark.parametrize("name", compat.PRIVATE_COLLECTOR_API)
+def test_each_private_collector_name_exists(name: str) -> None:
+    collector = compat.Collector(using="default")
+    assert hasattr(collector, name), f"Collector.{name} is gone: update compat.py"
+
+
+def test_deletes_and_the_admin_collect_with_the_sharded_collectors() -> None:
+    """Model.delete(), QuerySet.delete() and get_deleted_objects read these names when
+    they run: the app put its subclasses there when it was ready."""
+    from django.contrib.admin import utils as admin_utils
+    from django.db.models import base, query
+
+    from uid_fields.django.admin import ShardedNestedObjects
+    from uid_fields.django.deletion import ShardedCollector
+
+    assert base.Collector is ShardedCollector and query.Collector is ShardedCollector
+    assert admin_utils.NestedObjects is ShardedNestedObjects
+    with pytest.raises(TypeError, match=r"not a django\.db\.models\.deletion\.Collector"):
+        compat.install_collector(object)  # type: ignore[arg-type]
+
+
+def test_a_prepared_delete_refuses_what_django_refuses() -> None:
+    with pytest.raises(TypeError, match="limit"):
+        compat.prepared_for_delete(Ranked.objects.using("shard_0")[:2])
+    with pytest.raises(TypeError, match="values"):
+        compat.prepared_for_delete(Ranked.objects.using("shard_0").values("pk"))
+    prepared = compat.prepared_for_delete(Ranked.objects.using("shard_0").order_by("name"))
+    assert prepared._for_write and not prepared.query.order_by  # type: ignore[attr-defined]

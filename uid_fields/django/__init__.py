@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import ShardRoutingError, deprecated_name
 from .conf import get_generator
+from .deletion import two_phase_deletes
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
 from .lookups import IdTime
 from .moves import shard_move
@@ -37,6 +38,7 @@ __all__ = [
     "resolve_prepared",
     "shard_move",
     "sharded_atomic",
+    "two_phase_deletes",
 ]
 
 

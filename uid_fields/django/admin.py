@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import NestedObjects
 from django.contrib.admin.views.main import SEARCH_VAR, ChangeList
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, transaction
@@ -22,6 +23,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from .._internal.timeutil import describe_ms
+from .deletion import ShardedCollector
 from .fields import UidField
 from .routing import colocated, pin_shard, placing_field, sharded_pk
 
@@ -32,6 +34,7 @@ __all__ = [
     "ShardedAdminMixin",
     "ShardedChangeList",
     "ShardedModelAdmin",
+    "ShardedNestedObjects",
 ]
 
 SHARD_PARAM = "shard"
@@ -425,3 +428,19 @@ def _has_time(model: type[models.Model]) -> bool:
 
 class ShardedModelAdmin(ShardedAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
     """A ModelAdmin for sharded models (use ShardedAdminMixin with your own base class)."""
+
+
+class ShardedNestedObjects(NestedObjects, ShardedCollector):  # type: ignore[misc]
+    """What the admin's delete confirmation lists: with the rows on other databases that
+    the delete takes with it (a user's tasks on every shard), or that protect the row.
+
+    Installed in place of Django's ``NestedObjects`` when the app is ready, for every
+    model admin (``auth.User``'s too). The collectors of the other databases add to this
+    one's tree, protected rows and counts.
+    """
+
+    def adopt(self, member: ShardedCollector) -> None:
+        assert isinstance(member, ShardedNestedObjects)
+        member.edges = self.edges
+        member.protected = self.protected
+        member.model_objs = self.model_objs

@@ -10,11 +10,22 @@ class UidFieldsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            compat,
+        )
         from .conf import conf
         from .converters import register
+        from .deletion import ShardedCollector
 
         register()
+        # Deletes run each on_delete where the referring rows live (on one database,
+        # exactly as Django's own Collector); the admin lists those rows before.
+        compat.install_collector(ShardedCollector)
+        if apps.is_installed("django.contrib.admin"):
+            from .admin import ShardedNestedObjects
+
+            compat.install_nested_objects(ShardedNestedObjects)
         # Opt-in: DRF is left alone unless the project asks for string ids process-wide.
         # Without the setting neither rest_framework nor .rest is imported here.
         if conf.DRF_STRING_IDS and apps.is_installed("rest_framework"):

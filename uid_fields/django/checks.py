@@ -30,7 +30,6 @@ import django
 from django.apps import apps
 from django.conf import settings
 from django.core import checks
-from django.db import models
 
 from .. import config as core
 from ..config import Problem
@@ -40,7 +39,7 @@ from ..sql.postgres import sql_identifier
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
 from .query import ShardedQuerySet
-from .routing import colocated, parent_link, sharded_pk
+from .routing import colocated, parent_link, relation_of, sharded_pk
 from .unique import all_unique_sets, placing_fields
 
 EXHAUSTION_WARNING = timedelta(days=5 * 365)
@@ -288,26 +287,28 @@ def check_managers(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 
 def relation_errors(models: Any) -> list[checks.CheckMessage]:
-    """Foreign keys whose two rows may live on different databases (E011), and
-    many-to-many relations of rows that live on shards (E015)."""
+    """Foreign-key constraints between rows that may live on different databases (E011),
+    many-to-many relations whose link rows cannot live with both sides (E015), and
+    on_delete only a database could run across databases (E017)."""
     errors: list[checks.CheckMessage] = []
     models = list(models)
     shards_in_use = any(_on_shards(model) for model in models)
     for model in models:
         errors.extend(_generic_relation_errors(model, shards_in_use))
         for field in model._meta.local_many_to_many:
-            target = field.related_model
-            if _on_shards(model) or _on_shards(target):
+            if not _many_to_many_stays_together(model, field):
                 errors.append(
                     checks.Error(
                         f"{model._meta.label}.{field.name} is a many-to-many relation of rows "
-                        "that live on shards: its join table would sit on one database "
-                        "while the rows it links may sit on others, so add() could fail and "
-                        "all(), count() and prefetch_related() would miss rows",
-                        hint="Declare the link as a model of its own that lives with the "
-                        "source row (a ShardedBigIntField with shard_key= the source, and a "
-                        "ForeignKey to the target with db_constraint=False), and read the "
-                        "targets by id (in_bulk(), which asks each target's shard).",
+                        "that may live on different databases: its join table would sit on "
+                        "one database while the rows it links sit on others, so add() could "
+                        "fail and all(), count() and prefetch_related() would miss rows",
+                        hint="Link rows of one family (models whose shard keys lead to the "
+                        "same root) only; across families declare the link as a model of its "
+                        "own that lives with the source row (a ShardedBigIntField with "
+                        "shard_key= the source, and a ForeignKey to the target with "
+                        "db_constraint=False), and read the targets by id (in_bulk(), which "
+                        "asks each target's shard).",
                         obj=field,
                         id="uid_fields.E015",
                     )
@@ -319,19 +320,39 @@ def relation_errors(models: Any) -> list[checks.CheckMessage]:
             errors.extend(_on_delete_errors(model, field, target))
             if not getattr(field, "db_constraint", False):
                 continue
-            if not colocated(model, target):
+            if not relation_of(field).same_database:
                 errors.append(
                     checks.Error(
                         f"{model._meta.label}.{field.name} points at {target._meta.label}, "
                         "but the two rows may live on different databases, where no "
                         "foreign-key constraint can hold",
-                        hint="Make it the shard_key of a ShardedBigIntField (co-locate the "
-                        "rows), or set db_constraint=False for a reference across shards.",
+                        hint="Make the two models one family (a ShardedBigIntField whose "
+                        "shard_key leads to the same root model), or set db_constraint=False "
+                        "for a reference across shards.",
                         obj=field,
                         id="uid_fields.E011",
                     )
                 )
     return errors
+
+
+def _many_to_many_stays_together(model: Any, field: Any) -> bool:
+    """Whether the link rows of a many-to-many relation live with the rows they link.
+
+    Between two ordinary models, on their database; inside one family, on its root row's
+    shard (Django's automatic table follows its source, an explicit ``through`` model
+    must be of the family itself).
+    """
+    target = field.related_model
+    if not (_on_shards(model) or _on_shards(target)):
+        return True
+    through: Any = field.remote_field.through
+    meta = getattr(through, "_meta", None)
+    if meta is None:
+        return False  # not resolved: Django's own checks say so
+    if meta.auto_created:
+        return parent_link(through) is not None
+    return _on_shards(through) and colocated(through, model) and colocated(through, target)
 
 
 def _generic_relation_errors(model: Any, shards_in_use: bool) -> list[checks.CheckMessage]:
@@ -404,25 +425,28 @@ def _generic_relation_refused(model: Any, field: Any) -> checks.CheckMessage:
 
 
 def _on_delete_errors(model: Any, field: Any, target: Any) -> list[checks.CheckMessage]:
-    """E017: an on_delete Django must run on the other side of a database boundary.
+    """E017: an on_delete that only a database can run, on a relation across databases.
 
-    Deleting the target collects the rows pointing at it with a query on the target's
-    database; rows that live elsewhere (default, or another shard) are not there, so
-    the delete fails ("no such table") or leaves them behind.
+    Django's on_delete handlers run in Python, and a delete asks each database that can
+    hold referring rows (``uid_fields.django.deletion``). The database-level ones
+    (``DB_CASCADE``, ``DB_SET_NULL``, ``DB_SET_DEFAULT`` of recent Django) are an ``ON
+    DELETE`` clause of a foreign-key constraint, and no constraint holds across
+    databases.
     """
-    if colocated(model, target) or not (_on_shards(model) or _on_shards(target)):
+    if relation_of(field).same_database:
         return []
     on_delete = getattr(getattr(field, "remote_field", None), "on_delete", None)
-    if on_delete is None or on_delete is models.DO_NOTHING:
+    if on_delete is None or not getattr(on_delete, "__name__", "").startswith("DB_"):
         return []
     return [
         checks.Error(
             f"{model._meta.label}.{field.name} points at {target._meta.label} across "
-            f"databases with on_delete={on_delete.__name__}: deleting a "
-            f"{target.__name__} would look for its {model.__name__} rows on its own "
-            "database, where they are not",
-            hint="Use on_delete=models.DO_NOTHING (and clean up the referring rows "
-            "yourself), or co-locate the rows with a shard_key.",
+            f"databases with on_delete={on_delete.__name__}: the database would run it, "
+            f"but deleting a {target.__name__} cannot reach {model.__name__} rows on "
+            "another database",
+            hint="Use the Python handler (models.CASCADE, SET_NULL, SET_DEFAULT, PROTECT, "
+            "RESTRICT): uid_fields runs it on every database holding referring rows. Or "
+            "make the two models one family (co-locate the rows with a shard_key).",
             obj=field,
             id="uid_fields.E017",
         )

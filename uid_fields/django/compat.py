@@ -2,17 +2,24 @@
 
 A sharded QuerySet has to work below Django's public surface: it overrides QuerySet
 hooks (``_fetch_all``, ``_chain``, ``_clone`` ...), reads the query's limits and ordering,
-and names the iterable classes behind ``values()``/``values_list()``. Those names are not
-public and can change in any release; they are listed and reached here, so a new Django
-is checked in one place (``tests/django/test_compat.py`` fails on the first one missing).
+and names the iterable classes behind ``values()``/``values_list()``. Deletes across
+databases subclass Django's deletion ``Collector`` (and the admin's ``NestedObjects``)
+and put the subclass where ``Model.delete()``, ``QuerySet.delete()`` and the admin's
+delete confirmation look it up. Those names are not public and can change in any
+release; they are listed and reached here, so a new Django is checked in one place
+(``tests/django/test_compat.py`` fails on the first one missing).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.db import models
 from django.db.models import BooleanField
+from django.db.models import base as model_base
+from django.db.models import query as query_module
+from django.db.models.deletion import Collector, get_candidate_relations_to_delete
 from django.db.models.expressions import RawSQL
 from django.db.models.query import (
     FlatValuesListIterable,
@@ -22,14 +29,21 @@ from django.db.models.query import (
 )
 
 __all__ = [
+    "PRIVATE_COLLECTOR_API",
     "PRIVATE_QUERYSET_API",
     "PRIVATE_QUERY_API",
+    "Collector",
     "FlatValuesListIterable",
     "ModelIterable",
     "NamedValuesListIterable",
     "ValuesIterable",
+    "cache_related",
+    "candidate_relations_to_delete",
+    "install_collector",
+    "install_nested_objects",
     "iterable_class",
     "max_related_depth",
+    "prepared_for_delete",
     "select_related_request",
     "selected_names",
     "where_sql",
@@ -70,6 +84,23 @@ PRIVATE_QUERY_API = (
     "max_depth",
 )
 
+#: ``Collector`` methods and attributes the deletes across databases override or read.
+PRIVATE_COLLECTOR_API = (
+    "collect",
+    "related_objects",
+    "delete",
+    "data",
+    "fast_deletes",
+    "restricted_objects",
+    "get_del_batches",
+    "clear_restricted_objects_from_set",
+    "clear_restricted_objects_from_queryset",
+)
+
+#: Where the admin's delete confirmation (``get_deleted_objects``) looks up the
+#: collector that lists what a delete takes with it.
+NESTED_OBJECTS_HOME = "django.contrib.admin.utils"
+
 
 def iterable_class(queryset: models.QuerySet[Any]) -> type:
     """What the QuerySet yields: models, dicts (``values()``), tuples or flat values."""
@@ -98,3 +129,47 @@ def select_related_request(queryset: models.QuerySet[Any]) -> bool | dict[str, A
 def max_related_depth(queryset: models.QuerySet[Any]) -> int:
     """How deep a bare ``select_related()`` follows keys."""
     return int(queryset.query.max_depth)
+
+
+def candidate_relations_to_delete(model: type[models.Model]) -> Any:
+    """The relations whose on_delete a delete of ``model``'s rows runs (Django's list)."""
+    return get_candidate_relations_to_delete(model._meta)
+
+
+def cache_related(field: Any, row: models.Model, value: models.Model) -> None:
+    """``row.<field>`` is ``value`` from now on, without a query."""
+    field.set_cached_value(row, value)
+
+
+def prepared_for_delete(queryset: models.QuerySet[Any]) -> models.QuerySet[Any]:
+    """``queryset`` as ``QuerySet.delete()`` collects it: refused where Django refuses
+    (a slice, ``distinct(*fields)``, ``values()``), for writing, without ordering,
+    ``select_related`` or ``select_for_update``."""
+    query = queryset.query
+    if query.is_sliced:
+        raise TypeError("Cannot use 'limit' or 'offset' with delete().")
+    if query.distinct_fields:
+        raise TypeError("Cannot call delete() after .distinct(*fields).")
+    if queryset._fields is not None:  # type: ignore[attr-defined]
+        raise TypeError("Cannot call delete() after .values() or .values_list()")
+    prepared = queryset._chain()  # type: ignore[attr-defined]
+    prepared._for_write = True
+    prepared.query.select_for_update = False
+    prepared.query.select_related = False
+    prepared.query.clear_ordering(force=True)
+    return prepared  # type: ignore[no-any-return]
+
+
+def install_collector(collector: type[Collector]) -> None:
+    """Make ``Model.delete()`` and ``QuerySet.delete()`` collect with ``collector`` (a
+    subclass that behaves as Django's own when a delete stays on one database)."""
+    if not issubclass(collector, Collector):
+        raise TypeError(f"{collector!r} is not a django.db.models.deletion.Collector")
+    for module in (model_base, query_module):
+        module.Collector = collector  # type: ignore[attr-defined]
+
+
+def install_nested_objects(nested: type) -> None:
+    """Make the admin's delete confirmation list rows with ``nested`` (a subclass of
+    ``NestedObjects``); ``get_deleted_objects`` reads the name when it runs."""
+    sys.modules[NESTED_OBJECTS_HOME].NestedObjects = nested  # type: ignore[attr-defined]

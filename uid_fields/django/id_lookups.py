@@ -5,7 +5,7 @@ narrows to no shard instead of reaching SQL, and the shards of ``a | b`` and ``a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
@@ -88,7 +88,9 @@ def _key_lookup(key: Any, rest: str) -> str | None:
     return ROUTING_LOOKUPS.get(rest)
 
 
-def lookup_shards(field: UidField, lookup: str, value: Any) -> Databases:
+def lookup_shards(
+    field: UidField, lookup: str, value: Any, family: Mapping[str, UidField] | None = None
+) -> Databases:
     """The databases one keyword lookup of a filter names (None: it names none).
 
     ``pk``/``id`` with ``=`` or ``__in`` name the databases of their ids; the shard key
@@ -108,6 +110,14 @@ def lookup_shards(field: UidField, lookup: str, value: Any) -> Databases:
             with suppress(TypeError, ValueError):  # an id no shard can hold matches no row
                 aliases.add(field.placement.database_of(plain_value(item)))
         return frozenset(aliases)
+    if family and base in family and rest in ("", "exact"):
+        # A key inside the family names a row of the rows' own database.
+        if value is None or _is_expression(value):
+            return None
+        try:
+            return frozenset({family[base].placement.database_of(plain_value(value))})
+        except (TypeError, ValueError):
+            return frozenset()  # an id no row can have
     if key is None or base not in (key.name, key.attname):
         return None
     kind = _key_lookup(key, rest)
@@ -126,15 +136,17 @@ def lookup_shards(field: UidField, lookup: str, value: Any) -> Databases:
     return frozenset(aliases)
 
 
-def condition_shards(field: UidField, condition: Any) -> Databases:
+def condition_shards(
+    field: UidField, condition: Any, family: Mapping[str, UidField] | None = None
+) -> Databases:
     """The databases a ``Q`` names: its AND of children, or OR (and XOR, whose rows are
     some of the OR's), combined by the core's rules; a negation names none."""
     if not isinstance(condition, Q) or condition.negated:
         return None
     parts = [
-        condition_shards(field, child)
+        condition_shards(field, child, family)
         if isinstance(child, Q)
-        else lookup_shards(field, child[0], child[1])
+        else lookup_shards(field, child[0], child[1], family)
         if isinstance(child, tuple) and len(child) == 2
         else None
         for child in condition.children
@@ -142,8 +154,15 @@ def condition_shards(field: UidField, condition: Any) -> Databases:
     return all_of(parts) if condition.connector == Q.AND else any_of(parts)
 
 
-def filter_shards(field: UidField, args: Iterable[Any], kwargs: dict[str, Any]) -> Databases:
-    """The databases ``filter(*args, **kwargs)`` names: all of its conditions ANDed."""
-    parts = [lookup_shards(field, lookup, value) for lookup, value in kwargs.items()]
-    parts.extend(condition_shards(field, arg) for arg in args)
+def filter_shards(
+    field: UidField,
+    args: Iterable[Any],
+    kwargs: dict[str, Any],
+    family: Mapping[str, UidField] | None = None,
+) -> Databases:
+    """The databases ``filter(*args, **kwargs)`` names: all of its conditions ANDed.
+    ``family`` maps the names of keys inside the row's family to the sharded id of the
+    row they name (that row is on the rows' own database)."""
+    parts = [lookup_shards(field, lookup, value, family) for lookup, value in kwargs.items()]
+    parts.extend(condition_shards(field, arg, family) for arg in args)
     return all_of(parts)

@@ -10,6 +10,7 @@ not name yet, so they run inside ``allow_off_shard_writes()``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -116,7 +117,25 @@ def map_models(shards: str) -> list[MovedTable]:
             parent, own = sharded_pk(link.related_model), model._meta.pk
             assert parent is not None and isinstance(own, UidField)  # as parent_link() found
             found[model] = MovedTable(ModelRows(model, link), parent.placement, own.layout)
+    _warn_of_link_tables(found)
     return [found[m] for m in _parents_first(list(found))]
+
+
+def _warn_of_link_tables(moved: dict[type[models.Model], MovedTable]) -> None:
+    """Django's table of a many-to-many relation inside a family lives with its source
+    rows, but its ids come from each database's own sequence: the same id names other
+    links on the target, so a move cannot carry its rows by id. Said, not hidden."""
+    for model in apps.get_models(include_auto_created=True):
+        link = parent_link(model) if model._meta.auto_created else None
+        if link is not None and link.related_model in moved:
+            warnings.warn(
+                f"{model._meta.label} (a many-to-many table of {link.related_model._meta.label}) "
+                "is not carried by a shard move: its ids come from each database's own "
+                "sequence. Declare the relation through= a model of the family with a uid "
+                "id (ShardedBigIntField(shard_key=...)), which moves carry.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
 
 def _parents_first(chosen: list[type[models.Model]]) -> list[type[models.Model]]:

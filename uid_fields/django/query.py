@@ -9,6 +9,7 @@ default the id, which for these ids is creation time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from typing import Any
 
 from django.apps import apps
@@ -19,6 +20,7 @@ from ..errors import ShardRoutingError
 from ..ops import merge
 from .choices import building_choices
 from .compat import ModelIterable
+from .deletion import delete_on_shards, two_phase_deletes
 from .fanout import gather, merged_rows, order_terms
 from .fields import UidField
 from .followers import clean_parent_lookups, parent_databases
@@ -34,9 +36,11 @@ from .joins import load_hops, split_select_related
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
 from .routing import (
+    check_family_keys,
     check_write,
     colocated,
     database_for_instance,
+    family_keys,
     parent_link,
     refuses_unrouted,
     sharded_pk,
@@ -268,7 +272,13 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             return None if link is None else parent_databases(link, kwargs)
         if field.shard_map is None:
             return None
-        found = filter_shards(field, args, kwargs)
+        family = {
+            name: target
+            for key in family_keys(self.model)
+            if (target := sharded_pk(key.related_model)) is not None
+            for name in (key.name, key.attname)
+        }
+        found = filter_shards(field, args, kwargs, family)
         return None if found is None else set(found)
 
     def _narrow(self, aliases: set[str]) -> None:
@@ -317,9 +327,11 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         """Whether every table the query joins holds rows co-located with this model's.
 
         ``annotate(Count("purchases"))`` groups by each row: with co-located children
-        every group is complete on its shard, so the shards' rows merge as they are.
+        every group is complete on its shard, so the shards' rows merge as they are. So
+        with every level of a family (``Count("projects__tasks")``) and the table of a
+        many-to-many relation inside it.
         """
-        tables = {m._meta.db_table: m for m in apps.get_models()}
+        tables = {m._meta.db_table: m for m in apps.get_models(include_auto_created=True)}
         for join in self.query.alias_map.values():
             model = tables.get(join.table_name)
             if model is None or (model is not self.model and not colocated(self.model, model)):
@@ -445,18 +457,23 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             aliases = (self.primary_db,)
         refuse_id_moves(field, new_ids, aliases)
 
-    def delete(self) -> tuple[int, dict[str, int]]:
-        if not self._is_fanout():
-            return super().delete()
-        if self.query.is_sliced:
-            raise TypeError("Cannot use 'limit' or 'offset' with delete().")
-        total, per_model = 0, dict[str, int]()
-        for alias in self._shard_aliases or ():
-            count, detail = self._for_alias(alias).delete()
-            total += count
-            for label, n in detail.items():
-                per_model[label] = per_model.get(label, 0) + n
-        return total, per_model
+    def delete(self, *, two_phase: bool = False) -> tuple[int, dict[str, int]]:
+        """Delete the rows, and run each on_delete where the referring rows live.
+
+        A fan-out is one delete: the rows of every shard and what points at them are
+        collected first (a PROTECT anywhere deletes nothing), then deleted in one
+        ``sharded_atomic``; ``two_phase=True`` commits it by two-phase commit
+        (PostgreSQL), as ``two_phase_deletes()`` does for ``Model.delete()``.
+        """
+        with two_phase_deletes() if two_phase else nullcontext():  # or an outer block's
+            if not self._is_fanout():
+                return super().delete()
+            if self.query.is_sliced:
+                raise TypeError("Cannot use 'limit' or 'offset' with delete().")
+            shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
+            deleted = delete_on_shards(shards, origin=self)
+            self._result_cache = None
+            return deleted
 
     def in_bulk(
         self, id_list: Iterable[Any] | None = None, *, field_name: str = "pk"
@@ -590,7 +607,9 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             return super().bulk_create(objs, *args, **kwargs)
         groups: dict[str, list[Any]] = {}
         for obj in objs:
-            groups.setdefault(self._alias_for_new(obj), []).append(obj)
+            alias = self._alias_for_new(obj)
+            check_family_keys(obj, alias)  # bulk inserts send no pre_save
+            groups.setdefault(alias, []).append(obj)
         # Every shard's inserts inside its own transaction, all open until every shard
         # succeeded: one failure rolls them all back (the commits still run one after
         # another; see sharded_atomic).

@@ -1,20 +1,24 @@
-"""Which database a row of a sharded model lives on, from its id or its shard key."""
+"""Which database a row of a sharded model lives on, from its id or its shard key, and
+which relations join rows of one database (the core's families, translated to models)."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
 from django.apps import apps
+from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, models
 from django.db import router as db_router
-from django.db.models.signals import pre_save
+from django.db.models.signals import m2m_changed, pre_save
 from django.dispatch import receiver
 
 from ..errors import ConfigurationError, ShardKeyError, ShardRoutingError, WrongShardError
-from ..placement import allow_off_shard_writes, off_shard_writes_allowed
+from ..placement import allow_off_shard_writes, families, off_shard_writes_allowed
+from ..placement.families import Relation
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 from .replicas import replica_primaries
@@ -22,9 +26,15 @@ from .replicas import replica_primaries
 __all__ = [
     "ShardRouter",
     "allow_off_shard_writes",
+    "check_family_keys",
     "check_write",
+    "colocated",
     "database_for_instance",
+    "family_keys",
+    "family_root",
+    "placement_link",
     "placing_field",
+    "relation_of",
     "sharded_pk",
 ]
 
@@ -42,11 +52,17 @@ def parent_link(model: Any) -> Any:
     A model whose id is a uid field without a shard map of its own (``SnowflakeField(
     primary_key=True)``) and that has a foreign key (with a database constraint) to a
     sharded model lives with that parent, as the SQLAlchemy side places such a table:
-    its own ids name no shard. The core's placement of the parent places it.
+    its own ids name no shard. The core's placement of the parent places it. So does
+    the table Django makes for a many-to-many relation inside one family: its rows live
+    with the rows they link (``_many_to_many_link``).
     """
     meta = getattr(model, "_meta", None)
     pk = getattr(meta, "pk", None)
-    if meta is None or not isinstance(pk, UidField) or pk.shards_name is not None:
+    if meta is None:
+        return None
+    if meta.auto_created and not isinstance(pk, UidField):
+        return _many_to_many_link(meta)
+    if not isinstance(pk, UidField) or pk.shards_name is not None:
         return None
     for field in meta.concrete_fields:
         target = field.related_model if field.is_relation else None
@@ -65,29 +81,115 @@ def placing_field(model: Any) -> UidField | None:
     return field
 
 
-def colocated(model: type[models.Model], other: type[models.Model]) -> bool:
+def _many_to_many_link(meta: Any) -> Any:
+    """The key of an automatic many-to-many table whose two sides are one family: the
+    key to the first side whose ids name their database (the source's, normally)."""
+    keys = [f for f in meta.concrete_fields if f.is_relation and isinstance(f.related_model, type)]
+    if len(keys) != 2:
+        return None
+    first, second = (key.related_model for key in keys)
+    if not (_lives_on_shards(first) and _lives_on_shards(second) and colocated(first, second)):
+        return None
+    return next((key for key in keys if sharded_pk(key.related_model) is not None), None)
+
+
+def placement_link(model: Any) -> Any:
+    """The key a model's rows follow to the database of the row it names: a child's
+    shard key that is a foreign key to a sharded model, or a follower's link
+    (``parent_link``). None for a root and for a model that lives on no shard."""
+    field = sharded_pk(model)
+    if field is None:
+        return parent_link(model)
+    if not field.shard_key:
+        return None
+    try:
+        key = model._meta.get_field(field.shard_key)
+    except FieldDoesNotExist:
+        return None  # E008 says so
+    target = key.related_model if key.is_relation else None
+    return key if isinstance(target, type) and sharded_pk(target) is not None else None
+
+
+def _concrete(model: Any) -> Any:
+    meta = getattr(model, "_meta", None)
+    concrete = getattr(meta, "concrete_model", None)
+    return concrete if concrete is not None else model
+
+
+def placement_parent(model: Any) -> Any:
+    """The model whose rows ``model``'s rows live with (None for a root)."""
+    link = placement_link(model)
+    return _concrete(link.related_model) if link is not None else None
+
+
+def family_root(model: Any) -> Any:
+    """The model at the top of ``model``'s chain of shard keys (``Comment -> Task ->
+    Project -> Tenant`` gives ``Tenant``); a root is its own."""
+    return families.family_root(_concrete(model), placement_parent)
+
+
+def colocated(model: Any, other: Any) -> bool:
     """Whether rows of the two models that point at each other share a database.
 
-    True when one model's ``shard_key`` is a foreign key to the other (its rows live
-    with their parent), or when neither is sharded.
+    True inside one family, however deep (``Task`` and ``Tenant`` through ``Project``,
+    two children of the tenant, a follower and any of them, a self-key below the root),
+    and when neither model lives on shards; false between two roots and into another
+    family. The core decides (``uid_fields.placement.families``).
     """
-    for follower, leader in ((model, other), (other, model)):
-        link = parent_link(follower)
-        if link is not None and issubclass(leader, link.related_model):
-            return True
-    field, other_field = sharded_pk(model), sharded_pk(other)
-    if field is None and other_field is None:
-        return parent_link(model) is None and parent_link(other) is None
-    for child, parent in ((field, other), (other_field, model)):
-        if child is not None and child.shard_key:
-            key = child.shard_key_field()
-            if (
-                key.is_relation
-                and key.related_model is not None
-                and issubclass(parent, key.related_model)
-            ):
-                return True
-    return False
+    return families.colocated(
+        _concrete(model), _concrete(other), parent_of=placement_parent, on_shards=_lives_on_shards
+    )
+
+
+_relations: weakref.WeakKeyDictionary[Any, Relation] = weakref.WeakKeyDictionary()
+
+
+def relation_of(field: Any) -> Relation:
+    """What a foreign key joins: rows of one database (``LINK``, ``FAMILY``, ``ORDINARY``)
+    or rows that may live on two (``ACROSS``)."""
+    found = _relations.get(field)
+    if found is None:
+        model = _concrete(field.model)
+        found = _relations[field] = families.relation_between(
+            model,
+            _concrete(field.related_model),
+            parent_of=placement_parent,
+            on_shards=_lives_on_shards,
+            link=field == placement_link(model),
+        )
+    return found
+
+
+_family_keys: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+
+
+def family_keys(model: Any) -> tuple[Any, ...]:
+    """The foreign keys of ``model`` into its own family besides its shard key whose
+    targets' ids name their database: what every write of a row checks."""
+    found = _family_keys.get(model)
+    if found is None:
+        found = _family_keys[model] = tuple(
+            field
+            for field in model._meta.concrete_fields
+            if field.is_relation
+            and isinstance(field.related_model, type)
+            and relation_of(field) is Relation.FAMILY
+            and (target := sharded_pk(field.related_model)) is not None
+            and field.target_field == target
+        )
+    return found
+
+
+def check_family_keys(instance: models.Model, using: str) -> None:
+    """Refuse a row whose key inside its family names a row of another database
+    (``WrongShardError``): ``Task.tenant`` must name a tenant of the task's shard."""
+    for field in family_keys(type(instance)):
+        value = getattr(instance, field.attname)
+        target = sharded_pk(field.related_model)
+        if value is not None and target is not None:
+            families.check_family_key(
+                target.placement, value, using, what=type(instance).__name__, key=field.name
+            )
 
 
 def _pointer(instance: models.Model, model: type[models.Model]) -> Any:
@@ -157,7 +259,8 @@ def _lives_on_shards(model: Any) -> bool:
 
 
 def check_write(instance: models.Model, using: str) -> None:
-    """Refuse to store a row of a sharded model on a database its id does not name.
+    """Refuse to store a row of a sharded model on a database its id does not name, or
+    with a key inside its family that names a row of another database.
 
     ``save(using=...)``, ``save_base(raw=True, using=...)`` (fixtures) and every other
     write path end here, through the ``pre_save`` signal.
@@ -174,6 +277,7 @@ def check_write(instance: models.Model, using: str) -> None:
             database=using,
             expected=expected,
         )
+    check_family_keys(instance, using)
 
 
 @receiver(pre_save, dispatch_uid="uid_fields.check_write")
@@ -181,6 +285,43 @@ def _check_write_on_save(
     sender: type[models.Model], instance: models.Model, using: str, **kwargs: Any
 ) -> None:
     check_write(instance, using)
+
+
+@receiver(m2m_changed, dispatch_uid="uid_fields.check_family_links")
+def _check_links_on_add(
+    sender: Any,
+    instance: models.Model,
+    action: str,
+    reverse: bool,
+    model: Any,
+    pk_set: set[Any] | None,
+    using: str,
+    **kwargs: Any,
+) -> None:
+    """``task.labels.add(label_id)`` writes link rows on the task's database: each row it
+    names must live there. Django asks ``allow_relation`` for model instances only."""
+    if action != "pre_add" or not pk_set or off_shard_writes_allowed():
+        return
+    target = sharded_pk(model)
+    if target is None or parent_link(sender) is None:
+        return
+    for value in pk_set:
+        families.check_family_key(
+            target.placement,
+            value,
+            using,
+            what=type(instance).__name__,
+            key=_many_to_many_name(sender, reverse),
+        )
+
+
+def _many_to_many_name(through: Any, reverse: bool) -> str:
+    """The name the relation goes by from the side that adds (``labels``, ``tasks``)."""
+    source = through._meta.auto_created
+    for field in source._meta.local_many_to_many if source else ():
+        if field.remote_field.through is through:
+            return str(field.remote_field.get_accessor_name() if reverse else field.name)
+    return str(through._meta.model_name)
 
 
 _pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)
@@ -304,8 +445,8 @@ class ShardRouter:
             if not instance._state.adding and instance._state.db is not None:
                 return instance._state.db
             return _placed_or_none(instance)
-        if instance is not None and isinstance(instance, link.related_model):
-            return instance._state.db  # type: ignore[no-any-return]
+        if instance is not None and colocated(model, type(instance)):
+            return instance._state.db  # type: ignore[no-any-return]  # its parent, its family
         return _unhinted(model)
 
     def db_for_read(self, model: type[models.Model], **hints: Any) -> str | None:
@@ -315,7 +456,7 @@ class ShardRouter:
         return self._route(model, hints, write=True)
 
     def allow_relation(self, obj1: models.Model, obj2: models.Model, **hints: Any) -> bool | None:
-        if sharded_pk(type(obj1)) is None and sharded_pk(type(obj2)) is None:
+        if not _lives_on_shards(type(obj1)) and not _lives_on_shards(type(obj2)):
             return None
         db1, db2 = obj1._state.db, obj2._state.db
         if db1 is None or db2 is None:

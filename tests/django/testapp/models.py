@@ -344,3 +344,141 @@ class WorkspaceSlug(models.Model):
 
     slug = models.SlugField(unique=True)
     workspace_id = models.BigIntegerField()
+
+
+# -- A family three levels deep, with keys to auth.User ------------------------------------
+# Tenant -> Project -> Task -> Comment: every row lives on its tenant's shard, because each
+# child's shard key is its parent. Relations between members of the family that are not
+# the shard key (Task.tenant, Task.parent, Task.labels, TaskLabel.label) are ordinary
+# same-database relations with real constraints; keys to auth.User (on default) and soft
+# keys from rows placed elsewhere (Reminder, Watch) are deleted across databases.
+
+
+class Tenant(models.Model):
+    """The root of the family: placed by its own id."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    name = models.CharField(max_length=50)
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    id = ShardedBigIntField(primary_key=True, generator="photos", shards="main", shard_key="tenant")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="projects")
+    name = models.CharField(max_length=50)
+    owner = models.ForeignKey(
+        "auth.User",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        db_constraint=False,
+        related_name="owned_projects",
+    )
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Label(models.Model):
+    """A sibling of the projects: keyed by the tenant too."""
+
+    id = ShardedBigIntField(primary_key=True, generator="photos", shards="main", shard_key="tenant")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="labels")
+    name = models.CharField(max_length=50)
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Task(models.Model):
+    id = ShardedBigIntField(
+        primary_key=True, generator="photos", shards="main", shard_key="project"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tasks")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="tasks")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="subtasks"
+    )
+    labels = models.ManyToManyField(Label, blank=True, related_name="tasks")
+    created_by = models.ForeignKey(
+        "auth.User",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        db_constraint=False,
+        related_name="created_tasks",
+    )
+    assignee = models.ForeignKey(
+        "auth.User",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        db_constraint=False,
+        related_name="assigned_tasks",
+    )
+    title = models.CharField(max_length=50)
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class TaskLabel(models.Model):
+    """A link row of its own, keyed by its task, whose label is a sibling in the family."""
+
+    id = ShardedBigIntField(primary_key=True, generator="photos", shards="main", shard_key="task")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="task_labels")
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="task_labels")
+
+    objects = ShardedManager()
+
+
+class Comment(models.Model):
+    """A follower: its own id names no shard, so it lives with its task."""
+
+    id = SnowflakeField(primary_key=True)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(
+        "auth.User",
+        null=True,
+        blank=True,
+        on_delete=models.RESTRICT,
+        db_constraint=False,
+        related_name="task_comments",
+    )
+    text = models.CharField(max_length=100)
+
+    objects = ShardedManager()
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class Reminder(models.Model):
+    """Placed by its own id, so on any shard: a soft key to a task that cascades."""
+
+    id = SnowflakeField(primary_key=True, shards="main")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, db_constraint=False, related_name="reminders"
+    )
+    note = models.CharField(max_length=50, blank=True)
+
+    objects = ShardedManager()
+
+
+class Watch(models.Model):
+    """An ordinary model on ``default``: a user watching a task that lives on a shard."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="watches")
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, db_constraint=False, related_name="watches"
+    )
