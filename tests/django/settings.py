@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "uid_fields.django",
     "tests.django.testapp",
+    "tests.django.opsapp",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

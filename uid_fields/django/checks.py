@@ -15,7 +15,8 @@ UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relatio
 rows that live on shards, E016 a sharded generator whose Python-made ids would collide
 across processes, E017 an on_delete that would have to run across databases, E018 a
 ``function=`` that is not an SQL identifier, E019 a generic relation touching rows on
-shards; W001 a layout exhausted within five years.
+shards; W001 a layout exhausted within five years; W003 a shard database behind
+``default`` (only when the check is given databases: see ``check_shard_migrations``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import django
 from django.apps import apps
 from django.conf import settings
 from django.core import checks
-from django.db import models
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, models
 
 from .. import config as core
 from ..config import Problem
@@ -36,6 +37,7 @@ from ..config.problems import key_names, key_text
 from ..sql.postgres import sql_identifier
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
+from .migration_state import applied_on_default, lag, migrated_databases, names
 from .query import ShardedQuerySet
 from .routing import colocated, parent_link, sharded_pk
 
@@ -407,3 +409,55 @@ def manager_errors(models: Any) -> list[checks.CheckMessage]:
                 )
             )
     return errors
+
+
+@checks.register(checks.Tags.database)
+def check_shard_migrations(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """W003: a shard database lacks migrations that ``default`` has applied.
+
+    Plain ``manage.py migrate`` migrates ``default`` only. Only a check given databases
+    reads them (Django's rule for checks that do I/O): plain ``manage.py check`` asks
+    nothing; ``check --database default`` compares every shard database with
+    ``default``, ``check --database shard_2`` (and ``migrate --database shard_2``'s own
+    pre-check) that shard. A warning, never an error: ``migrate`` refuses to run on
+    errors, and running it is the fix.
+    """
+    if not databases:
+        return []
+    shards = [alias for alias in migrated_databases() if alias != DEFAULT_DB_ALIAS]
+    if DEFAULT_DB_ALIAS not in databases:
+        shards = [alias for alias in shards if alias in databases]
+    if not shards:
+        return []
+    hint = (
+        "Plain `manage.py migrate` migrates default only: run `manage.py uid_fields "
+        "migrate-all` (or `manage.py migrate --database <shard>`)."
+    )
+    messages: list[checks.CheckMessage] = []
+    try:
+        reference = applied_on_default()
+    except DatabaseError as exc:
+        return [checks.Warning(f"cannot read default's migrations: {exc}", id="uid_fields.W003")]
+    for alias in shards:
+        try:
+            behind = lag(alias, reference).behind_default
+        except DatabaseError as exc:
+            messages.append(
+                checks.Warning(
+                    f"cannot read the migrations applied on {alias}: {exc}",
+                    id="uid_fields.W003",
+                )
+            )
+            continue
+        if behind:
+            messages.append(
+                checks.Warning(
+                    f"shard database {alias!r} lacks {len(behind)} migration(s) applied on "
+                    f"default: {names(behind)}",
+                    hint=hint,
+                    id="uid_fields.W003",
+                )
+            )
+    return messages

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.migrations.executor import MigrationExecutor
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 from django.db.models.query import (
@@ -29,6 +31,7 @@ __all__ = [
     "NamedValuesListIterable",
     "ValuesIterable",
     "iterable_class",
+    "migration_progress",
     "selected_names",
     "where_sql",
 ]
@@ -82,3 +85,29 @@ def where_sql(queryset: models.QuerySet[Any], sql: str) -> models.QuerySet[Any]:
     without the API Django plans to deprecate). The SQL goes through the driver's
     %-formatting, so a modulo in it is written ``%%``."""
     return queryset.filter(RawSQL(sql.replace("%", "%%"), (), output_field=BooleanField()))
+
+
+#: A migration by its app label and name, as Django's migration graph keys it.
+MigrationKey = tuple[str, str]
+
+
+def migration_progress(
+    connection: BaseDatabaseWrapper,
+) -> tuple[set[MigrationKey], list[MigrationKey], dict[MigrationKey, set[MigrationKey]]]:
+    """What ``migrate`` sees on one database (the executor and loader are not public API).
+
+    The migrations on disk that the database has applied, the ones it lacks in the
+    order ``migrate`` would apply them (to every leaf of the graph), and each
+    migration's parents (its dependencies). Applied rows of migrations no longer on disk
+    are left out; squashed migrations count as applied when what they replace is.
+    """
+    executor = MigrationExecutor(connection)
+    graph = executor.loader.graph
+    applied = {key for key in executor.loader.applied_migrations if key in graph.nodes}
+    plan = [
+        (migration.app_label, migration.name)
+        for migration, backwards in executor.migration_plan(graph.leaf_nodes())
+        if not backwards
+    ]
+    parents = {key: {parent.key for parent in node.parents} for key, node in graph.node_map.items()}
+    return applied, plan, parents

@@ -208,6 +208,34 @@ def unroutable(model: type[models.Model]) -> ShardRoutingError:
     )
 
 
+def _home(model: Any) -> str | None:
+    """The shard map a model's rows live on (a follower's: its parent's); None if none."""
+    field = sharded_pk(model)
+    link = parent_link(model) if field is None else None
+    if link is not None:
+        field = sharded_pk(link.related_model)
+    return None if field is None else str(field.shards_name)
+
+
+def app_representative(app_label: str) -> type[models.Model] | None:
+    """A model of ``app_label`` that speaks for all of them, when they all live alike.
+
+    ``RunPython`` and ``RunSQL`` without hints ask ``allow_migrate(db, app_label)`` and
+    nothing more, so Django's documented data migration (the historical model,
+    ``.using(schema_editor.connection.alias)``) ran on every database, and failed where
+    the table is not. When every model of the app lives on the same shard map, or none
+    on any, the operation goes where those models' tables are; an app with both kinds
+    (or none) gives no answer, and its operations say which model they touch
+    (``hints={"model_name": ...}``, docs/routing.md).
+    """
+    try:
+        found = list(apps.get_app_config(app_label).get_models())
+    except LookupError:
+        return None
+    homes = {_home(model) for model in found}
+    return found[0] if len(homes) == 1 else None
+
+
 class ShardRouter:
     """Routes sharded models by id; every other model is left to other routers."""
 
@@ -297,14 +325,16 @@ class ShardRouter:
     def allow_migrate(
         self, db: str, app_label: str, model_name: str | None = None, **hints: Any
     ) -> bool | None:
+        if db in replica_primaries():
+            return False  # a replica copies its primary's schema; it is never migrated
         model = hints.get("model")
         if model is None and model_name is not None:
             try:
                 model = apps.get_model(app_label, model_name)
             except LookupError:
                 return None
-        if db in replica_primaries():
-            return False  # a replica copies its primary's schema; it is never migrated
+        elif model is None:
+            model = app_representative(app_label)  # RunPython/RunSQL without hints
         if model is None:
             return None
         field = sharded_pk(model)
