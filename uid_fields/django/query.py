@@ -27,7 +27,7 @@ from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, v
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
-from .transactions import sharded_atomic
+from .transactions import check_transaction, sharded_atomic, writes_checked
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
@@ -379,11 +379,23 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def update(self, **kwargs: Any) -> int:
         self._refuse_id_moves(kwargs)
+        self._check_transaction()
         if not self._is_fanout():
             return super().update(**kwargs)
         if self.query.is_sliced:
             raise TypeError("Cannot update a query once a slice has been taken.")
-        return sum(self._for_alias(a).update(**kwargs) for a in self._shard_aliases or ())
+        with writes_checked():
+            return sum(self._for_alias(a).update(**kwargs) for a in self._shard_aliases or ())
+
+    def _check_transaction(self, aliases: Iterable[str] | None = None) -> None:
+        """Before a write: its shards hold a transaction when another database does
+        (``transactions.check_transaction``; by default only when DEBUG is on)."""
+        if not self._shard_databases():
+            return
+        if aliases is None:
+            self._for_write = True  # as update() and delete() do: where the writes go
+            aliases = self._shard_aliases if self._is_fanout() else (self.primary_db,)
+        check_transaction(self.model, aliases or ())
 
     def _refuse_id_moves(self, kwargs: dict[str, Any]) -> None:
         """Before an UPDATE runs: a new id must name each database it runs on (the rows
@@ -402,13 +414,15 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         refuse_id_moves(field, new_ids, aliases)
 
     def delete(self) -> tuple[int, dict[str, int]]:
+        self._check_transaction()
         if not self._is_fanout():
             return super().delete()
         if self.query.is_sliced:
             raise TypeError("Cannot use 'limit' or 'offset' with delete().")
         total, per_model = 0, dict[str, int]()
         for alias in self._shard_aliases or ():
-            count, detail = self._for_alias(alias).delete()
+            with writes_checked():
+                count, detail = self._for_alias(alias).delete()
             total += count
             for label, n in detail.items():
                 per_model[label] = per_model.get(label, 0) + n
@@ -477,6 +491,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         params = {k: v() if callable(v) else v for k, v in params.items()}
         obj = self.model(**params)
         alias = self._alias_for_new(obj)
+        self._check_transaction([alias])
         try:
             with transaction.atomic(using=alias):
                 obj.save(force_insert=True, using=alias)
@@ -502,6 +517,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 create_defaults if create_defaults is not None else defaults, **kwargs
             )
         alias = found._state.db
+        self._check_transaction([alias])
         with transaction.atomic(using=alias):
             obj = self._for_alias(alias).select_for_update().get(pk=found.pk)
             for name, value in defaults.items():
@@ -525,6 +541,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 check_write(obj, self._db)  # WrongShardError unless allowed on purpose
                 alias = self._db
             groups.setdefault(alias, []).append(obj)
+        self._check_transaction(groups)
         return sum(
             models.QuerySet.bulk_update(self._for_alias(alias), group, fields, batch_size)
             for alias, group in groups.items()
@@ -547,6 +564,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         groups: dict[str, list[Any]] = {}
         for obj in objs:
             groups.setdefault(self._alias_for_new(obj), []).append(obj)
+        self._check_transaction(groups)
         # Every shard's inserts inside its own transaction, all open until every shard
         # succeeded: one failure rolls them all back (the commits still run one after
         # another; see sharded_atomic).

@@ -15,9 +15,11 @@ from django.dispatch import receiver
 
 from ..errors import ShardKeyError, ShardRoutingError, WrongShardError
 from ..placement import allow_off_shard_writes, off_shard_writes_allowed
+from .compat import asked_by_model_delete
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 from .replicas import replica_primaries
+from .transactions import check_transaction, unprotected_write_mode
 
 __all__ = [
     "ShardRouter",
@@ -165,6 +167,8 @@ def _check_write_on_save(
     sender: type[models.Model], instance: models.Model, using: str, **kwargs: Any
 ) -> None:
     check_write(instance, using)
+    if _lives_on_shards(sender):
+        check_transaction(sender, [using])
 
 
 _pinned: ContextVar[dict[type[models.Model], str] | None] = ContextVar("uid_pinned", default=None)
@@ -305,7 +309,16 @@ class ShardRouter:
         return self._route(model, hints)
 
     def db_for_write(self, model: type[models.Model], **hints: Any) -> str | None:
-        return self._route(model, hints, write=True)
+        alias = self._route(model, hints, write=True)
+        if (
+            alias is not None
+            and isinstance(hints.get("instance"), model)
+            and unprotected_write_mode() is not None
+            and _lives_on_shards(model)
+            and asked_by_model_delete()
+        ):
+            check_transaction(model, [alias])  # obj.delete(): no signal comes before it
+        return alias
 
     def allow_relation(self, obj1: models.Model, obj2: models.Model, **hints: Any) -> bool | None:
         if sharded_pk(type(obj1)) is None and sharded_pk(type(obj2)) is None:
