@@ -95,6 +95,18 @@ def test_manage_py_check_with_a_database_prints_it() -> None:
     assert BEHIND in out.getvalue() + err.getvalue()
 
 
+@pytest.mark.usefixtures("shard_2_behind")
+def test_plain_migrate_says_which_shards_it_left_behind() -> None:
+    out = StringIO()
+    call_command("migrate", database="default", verbosity=1, stdout=out)
+    text = out.getvalue()
+    assert "shard_2" in text and "migrate-all" in text, text
+    assert "shard_3" not in text
+    quiet = StringIO()
+    call_command("migrate", database="default", verbosity=0, stdout=quiet)
+    assert quiet.getvalue() == ""
+
+
 def test_every_database_up_to_date_passes_migrate_all_check() -> None:
     out = run("migrate-all", "--check")
     for alias in EVERY:
@@ -149,6 +161,7 @@ def test_a_data_migration_reaches_the_rows_of_every_shard() -> None:
     assert "OK" in line_of(out, "default")
     notes = sorted(Ledger.objects.on_all_shards().values_list("note", flat=True))
     assert notes == sorted(f"ROW {i}" for i in range(24))
+    assert "left behind" not in out  # migrate-all's own runs of migrate say nothing
 
 
 def test_hintless_operations_follow_the_models_of_their_app() -> None:

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.test.utils import override_settings
 
 from tests.django.testapp.models import Order
-from uid_fields.django import UnprotectedShardWriteWarning, sharded_atomic
+from uid_fields.django import UnprotectedShardWriteWarning, compat, sharded_atomic
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 
@@ -216,3 +216,27 @@ def test_sharded_atomic_without_aliases_covers_default_and_every_shard() -> None
         transaction.on_commit(lambda: seen.append(Order.objects.on_all_shards().count()))
         assert seen == []
     assert seen == [12]
+
+
+class _Spy:
+    """A router that only records whether ``Model.delete`` is the one asking."""
+
+    def __init__(self) -> None:
+        self.asked: list[bool] = []
+
+    def db_for_write(self, model: type[Any], **hints: Any) -> None:
+        self.asked.append(compat.asked_by_model_delete())
+
+
+def test_the_router_tells_a_delete_from_a_save_or_a_validation() -> None:
+    """``Model.delete`` sends no signal before its own transaction: the router is where
+    its check runs, and only for it (a ``full_clean()`` asks the router too)."""
+    spy = _Spy()
+    with override_settings(DATABASE_ROUTERS=[spy, "uid_fields.django.ShardRouter"]):
+        order = Order(note="new")
+        order.save()
+        order.full_clean()
+        assert spy.asked and not any(spy.asked)
+        spy.asked.clear()
+        order.delete()
+        assert spy.asked == [True]

@@ -12,11 +12,16 @@ shard that fails, and says for each what was applied or where it stopped.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from django.apps import AppConfig
 from django.core.management import call_command
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.models.signals import post_migrate
+from django.dispatch import receiver
 
 from .compat import MigrationKey, migration_progress
 from .conf import shard_databases
@@ -185,6 +190,20 @@ def migrate_each(
     read what ``default`` was to have first.
     """
     results: list[MigrateResult] = []
+    token = _in_migrate_all.set(True)
+    try:
+        _migrate_in_turn(list(aliases), results, on_start, options)
+    finally:
+        _in_migrate_all.reset(token)
+    return results
+
+
+def _migrate_in_turn(
+    aliases: list[str],
+    results: list[MigrateResult],
+    on_start: Callable[[int, str], None] | None,
+    options: dict[str, Any],
+) -> None:
     for done, alias in enumerate(aliases):
         first = results[0] if results else None
         if first is not None and first.alias == DEFAULT_DB_ALIAS and not first.ok:
@@ -193,4 +212,61 @@ def migrate_each(
         if on_start is not None:
             on_start(done, alias)
         results.append(migrate_database(alias, **options))
-    return results
+
+
+#: Set while ``migrate_each`` runs: its own summary says where each database stands.
+_in_migrate_all: ContextVar[bool] = ContextVar("uid_fields_in_migrate_all", default=False)
+
+
+def _readable(alias: str) -> bool:
+    """False for a SQLite file that does not exist: reading it would create it (while a
+    test database is being made, a shard's alias still names the real file)."""
+    connection = connections[alias]
+    if connection.vendor != "sqlite":
+        return True
+    name = str(connection.settings_dict.get("NAME") or "")
+    return name == ":memory:" or name.startswith("file:") or Path(name).exists()
+
+
+@receiver(post_migrate, dispatch_uid="uid_fields.shards_left_behind")
+def note_shards_left_behind(
+    sender: AppConfig,
+    using: str = DEFAULT_DB_ALIAS,
+    verbosity: int = 1,
+    plan: Any = None,
+    stdout: Any = None,
+    **kwargs: Any,
+) -> None:
+    """After ``manage.py migrate`` on default: which shard databases lack what it has.
+
+    Once per run (for this app's signal), only for ``migrate`` itself (``flush`` sends
+    no plan), at verbosity 1 or more, and not within ``migrate-all``. A shard that cannot
+    be read is left out: this is a note, and ``check --database default`` says more.
+    """
+    if (
+        sender.name != __package__
+        or using != DEFAULT_DB_ALIAS
+        or plan is None
+        or verbosity < 1
+        or stdout is None
+        or _in_migrate_all.get()
+    ):
+        return
+    try:
+        reference = applied_on_default()
+    except DatabaseError:
+        return
+    behind = []
+    for alias in migrated_databases()[1:]:
+        try:
+            missing = lag(alias, reference).behind_default if _readable(alias) else ()
+        except DatabaseError:
+            continue
+        if missing:
+            behind.append(f"{alias} ({len(missing)})")
+    if behind:
+        stdout.write(
+            f"uid_fields: shard databases left behind, lacking migrations applied on "
+            f"default: {', '.join(behind)}. Plain migrate migrates default only: run "
+            "`manage.py uid_fields migrate-all`."
+        )
