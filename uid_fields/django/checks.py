@@ -2,7 +2,8 @@
 
 They read the settings dicts and nothing else: no generator is built, no lease is
 claimed, no database or Redis server is asked (``migrate`` runs them before the lease
-table exists). Problems of the dict itself come from the core validator
+table exists). The one exception, W003, reads the ``django_migrations`` tables, and only
+when Django hands it databases (``check --database``, ``migrate``'s own pre-check). Problems of the dict itself come from the core validator
 (``uid_fields.config.validate``), whose codes are the ids here.
 
 Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missing from
