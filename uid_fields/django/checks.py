@@ -3,8 +3,9 @@
 They read the settings dicts and nothing else: no generator is built, no lease is
 claimed, no database or Redis server is asked (``migrate`` runs them before the lease
 table exists). The one exception, W003, reads the ``django_migrations`` tables, and only
-when Django hands it databases (``check --database``, ``migrate``'s own pre-check). Problems of the dict itself come from the core validator
-(``uid_fields.config.validate``), whose codes are the ids here.
+when Django hands it databases (``check --database``, ``migrate``'s own pre-check).
+Problems of the dict itself come from the core validator (``uid_fields.config.validate``),
+whose codes are the ids here.
 
 Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missing from
 DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind does not

@@ -95,12 +95,11 @@ def lag(alias: str, default_applied: set[MigrationKey]) -> Lag:
     Reads the database's ``django_migrations`` table (a database never migrated lacks
     everything); a ``DatabaseError`` when it cannot be reached.
     """
-    applied, plan, _ = migration_progress(connections[alias])
+    _, plan, _ = migration_progress(connections[alias])
     if alias == DEFAULT_DB_ALIAS:
         behind: tuple[MigrationKey, ...] = ()
     else:
         behind = tuple(key for key in plan if key in default_applied)
-        behind += tuple(sorted(default_applied - applied - set(plan)))
     return Lag(alias, behind, tuple(plan))
 
 

@@ -27,7 +27,12 @@ from .id_lookups import is_id_list, joined_shards, lookup_values, plain_value, v
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .replicas import read_alias, replica_primaries
 from .routing import check_write, colocated, database_for_instance, parent_link, sharded_pk
-from .transactions import check_transaction, sharded_atomic, writes_checked
+from .transactions import (
+    check_transaction,
+    sharded_atomic,
+    unprotected_write_mode,
+    writes_checked,
+)
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
@@ -390,7 +395,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def _check_transaction(self, aliases: Iterable[str] | None = None) -> None:
         """Before a write: its shards hold a transaction when another database does
         (``transactions.check_transaction``; by default only when DEBUG is on)."""
-        if not self._shard_databases():
+        if unprotected_write_mode() is None or not self._shard_databases():
             return
         if aliases is None:
             self._for_write = True  # as update() and delete() do: where the writes go
