@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "django_filters",
     "uid_fields.django",
     "tests.django.testapp",
+    "tests.django.opsapp",
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -17,6 +17,9 @@ from django.test.utils import override_settings
 
 from tests.django.testapp.models import Order
 
+# The checks given databases read them (W003 compares their migrations).
+pytestmark = pytest.mark.django_db(databases="__all__")
+
 
 def _malformed_map() -> override_settings:
     config = copy.deepcopy(settings.UID_FIELDS)

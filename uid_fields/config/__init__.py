@@ -27,7 +27,14 @@ from .build import DatabaseLeaseFactory, Generator, build_generator
 from .front import Memo, UidConfig, UnknownEntryError
 from .layouts import build_layout, layout_of, static_node
 from .problems import Problem, describe
-from .schema import KINDS, generator_problems, process_problems, process_safe, validate
+from .schema import (
+    KINDS,
+    UNPROTECTED_WRITE_MODES,
+    generator_problems,
+    process_problems,
+    process_safe,
+    validate,
+)
 from .shard_maps import (
     build_shard_map,
     map_databases,
@@ -40,6 +47,7 @@ from .shard_maps import (
 
 __all__ = [
     "KINDS",
+    "UNPROTECTED_WRITE_MODES",
     "DatabaseLeaseFactory",
     "Generator",
     "Memo",

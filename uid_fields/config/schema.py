@@ -46,7 +46,13 @@ TOP_LEVEL: dict[str, type] = {
     "DRF_STRING_IDS": bool,
     "READ_YOUR_WRITES_SECONDS": float,
     "FAN_OUT_TIMEOUT": float,
+    "UNPROTECTED_SHARD_WRITES": str,
 }
+
+#: What a write to a shard inside a transaction that holds none there does
+#: (``UNPROTECTED_SHARD_WRITES``): warn when DEBUG is on (the default), always warn,
+#: raise, or nothing.
+UNPROTECTED_WRITE_MODES = ("debug", "warn", "error", "ignore")
 
 
 _INT_KEYS = frozenset({"kind", "layout", "epoch", "unsigned", "fields", "max_backward_ms"})
@@ -104,6 +110,13 @@ def validate_all(settings: object, *, now_ms: int | None, database_leases: bool)
         deadline = settings["FAN_OUT_TIMEOUT"]
         report.call(
             "FAN_OUT_TIMEOUT", E_TYPE, lambda: check.positive_seconds("FAN_OUT_TIMEOUT", deadline)
+        )
+    if "UNPROTECTED_SHARD_WRITES" in settings:
+        report.choice(
+            "UNPROTECTED_SHARD_WRITES",
+            settings["UNPROTECTED_SHARD_WRITES"],
+            UNPROTECTED_WRITE_MODES,
+            E_TYPE,
         )
     generators = report.mapping("GENERATORS", settings.get("GENERATORS", {}), "GENERATORS")
     for name, config in (generators or {}).items():

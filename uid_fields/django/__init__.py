@@ -18,6 +18,7 @@ from .moves import shard_move
 from .query import ShardedManager, ShardedQuerySet, sharded_atomic
 from .replicas import read_from_primary
 from .routing import ShardRouter, allow_off_shard_writes
+from .transactions import UnprotectedShardWriteWarning
 from .twophase import resolve_prepared
 
 SnowflakeField.register_lookup(IdTime)
@@ -32,6 +33,7 @@ __all__ = [
     "ShardedQuerySet",
     "SnowflakeField",
     "UniqIdField",
+    "UnprotectedShardWriteWarning",
     "allow_off_shard_writes",
     "get_generator",
     "read_from_primary",

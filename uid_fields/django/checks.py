@@ -2,8 +2,10 @@
 
 They read the settings dicts and nothing else: no generator is built, no lease is
 claimed, no database or Redis server is asked (``migrate`` runs them before the lease
-table exists). Problems of the dict itself come from the core validator
-(``uid_fields.config.validate``), whose codes are the ids here.
+table exists). The one exception, W003, reads the ``django_migrations`` tables, and only
+when Django hands it databases (``check --database``, ``migrate``'s own pre-check).
+Problems of the dict itself come from the core validator (``uid_fields.config.validate``),
+whose codes are the ids here.
 
 Ids: E001 unknown generator, E002 unknown shard map, E003 shard map alias missing from
 DATABASES, E004 invalid shard map, E005 invalid generator, E006 generator kind does not
@@ -16,8 +18,9 @@ rows that live on shards, E016 a sharded generator whose Python-made ids would c
 across processes, E017 an on_delete that would have to run across databases, E018 a
 ``function=`` that is not an SQL identifier, E019 a generic relation touching rows on
 shards; W001 a layout exhausted within five years, W002 a unique set the shard
-databases hold once per shard only, W019 Django's own GenericForeignKey (which cannot
-point at rows on shards) in a project with rows on shards.
+databases hold once per shard only, W003 a shard database behind ``default`` (only when
+the check is given databases: see ``check_shard_migrations``), W019 Django's own
+GenericForeignKey (which cannot point at rows on shards) in a project with rows on shards.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import django
 from django.apps import apps
 from django.conf import settings
 from django.core import checks
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
 
 from .. import config as core
 from ..config import Problem
@@ -38,6 +42,7 @@ from ..placement.uniqueness import enforced_by_databases
 from ..sql.postgres import sql_identifier
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
+from .migration_state import applied_on_default, lag, migrated_databases, names
 from .query import ShardedQuerySet
 from .routing import colocated, parent_link, relation_of, sharded_pk
 from .unique import all_unique_sets, placing_fields
@@ -544,3 +549,55 @@ def _map_aliases(model: Any) -> list[str]:
     if not isinstance(entry, Mapping):
         return []  # no such map: E002
     return list(dict.fromkeys(core.map_databases(entry) or ()))  # None: malformed, E004
+
+
+@checks.register(checks.Tags.database)
+def check_shard_migrations(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """W003: a shard database lacks migrations that ``default`` has applied.
+
+    Plain ``manage.py migrate`` migrates ``default`` only. Only a check given databases
+    reads them (Django's rule for checks that do I/O): plain ``manage.py check`` asks
+    nothing; ``check --database default`` compares every shard database with
+    ``default``, ``check --database shard_2`` (and ``migrate --database shard_2``'s own
+    pre-check) that shard. A warning, never an error: ``migrate`` refuses to run on
+    errors, and running it is the fix.
+    """
+    if not databases:
+        return []
+    shards = [alias for alias in migrated_databases() if alias != DEFAULT_DB_ALIAS]
+    if DEFAULT_DB_ALIAS not in databases:
+        shards = [alias for alias in shards if alias in databases]
+    if not shards:
+        return []
+    hint = (
+        "Plain `manage.py migrate` migrates default only: run `manage.py uid_fields "
+        "migrate-all` (or `manage.py migrate --database <shard>`)."
+    )
+    messages: list[checks.CheckMessage] = []
+    try:
+        reference = applied_on_default()
+    except DatabaseError as exc:
+        return [checks.Warning(f"cannot read default's migrations: {exc}", id="uid_fields.W003")]
+    for alias in shards:
+        try:
+            behind = lag(alias, reference).behind_default
+        except DatabaseError as exc:
+            messages.append(
+                checks.Warning(
+                    f"cannot read the migrations applied on {alias}: {exc}",
+                    id="uid_fields.W003",
+                )
+            )
+            continue
+        if behind:
+            messages.append(
+                checks.Warning(
+                    f"shard database {alias!r} lacks {len(behind)} migration(s) applied on "
+                    f"default: {names(behind)}",
+                    hint=hint,
+                    id="uid_fields.W003",
+                )
+            )
+    return messages

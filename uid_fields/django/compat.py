@@ -13,9 +13,12 @@ release; they are listed and reached here, so a new Django is checked in one pla
 from __future__ import annotations
 
 import sys
+from types import FrameType
 from typing import Any
 
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.migrations.executor import MigrationExecutor
 from django.db.models import BooleanField
 from django.db.models import base as model_base
 from django.db.models import query as query_module
@@ -37,12 +40,14 @@ __all__ = [
     "ModelIterable",
     "NamedValuesListIterable",
     "ValuesIterable",
+    "asked_by_model_delete",
     "cache_related",
     "candidate_relations_to_delete",
     "install_collector",
     "install_nested_objects",
     "iterable_class",
     "max_related_depth",
+    "migration_progress",
     "prepared_for_delete",
     "select_related_request",
     "selected_names",
@@ -173,3 +178,47 @@ def install_nested_objects(nested: type) -> None:
     """Make the admin's delete confirmation list rows with ``nested`` (a subclass of
     ``NestedObjects``); ``get_deleted_objects`` reads the name when it runs."""
     sys.modules[NESTED_OBJECTS_HOME].NestedObjects = nested  # type: ignore[attr-defined]
+
+
+#: A migration by its app label and name, as Django's migration graph keys it.
+MigrationKey = tuple[str, str]
+
+
+def migration_progress(
+    connection: BaseDatabaseWrapper,
+) -> tuple[set[MigrationKey], list[MigrationKey], dict[MigrationKey, set[MigrationKey]]]:
+    """What ``migrate`` sees on one database (the executor and loader are not public API).
+
+    The migrations on disk that the database has applied, the ones it lacks in the
+    order ``migrate`` would apply them (to every leaf of the graph), and each
+    migration's parents (its dependencies). Applied rows of migrations no longer on disk
+    are left out; squashed migrations count as applied when what they replace is.
+    """
+    executor = MigrationExecutor(connection)
+    graph = executor.loader.graph
+    applied = {key for key in executor.loader.applied_migrations if key in graph.nodes}
+    plan = [
+        (migration.app_label, migration.name)
+        for migration, backwards in executor.migration_plan(graph.leaf_nodes())
+        if not backwards
+    ]
+    parents = {key: {parent.key for parent in node.parents} for key, node in graph.node_map.items()}
+    return applied, plan, parents
+
+
+#: ``Model.delete``: it asks the router where a row is (``db_for_write``) and then runs
+#: Django's Collector, in a transaction of its own and with no signal before it.
+MODEL_DELETE_CODE = models.Model.delete.__code__
+
+
+def asked_by_model_delete(depth: int = 5) -> bool:
+    """Whether the router is being asked by ``Model.delete`` (within ``depth`` frames of
+    the caller): the only moment a row's delete can be checked before it runs."""
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code is MODEL_DELETE_CODE:
+            return True
+        frame = frame.f_back
+    return False

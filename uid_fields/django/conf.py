@@ -94,6 +94,13 @@ class Settings:
         except (TypeError, ValueError):
             return DEFAULT_TIMEOUT_S
 
+    @property
+    def UNPROTECTED_SHARD_WRITES(self) -> str:
+        """ "debug" (warn when DEBUG is on), "warn", "error" or "ignore"."""
+        value = self.raw.get("UNPROTECTED_SHARD_WRITES", "debug")
+        valid = isinstance(value, str) and value in core.UNPROTECTED_WRITE_MODES
+        return value if valid else "debug"
+
 
 conf = Settings()
 

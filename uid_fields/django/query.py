@@ -45,7 +45,12 @@ from .routing import (
     refuses_unrouted,
     sharded_pk,
 )
-from .transactions import sharded_atomic
+from .transactions import (
+    check_transaction,
+    sharded_atomic,
+    unprotected_write_mode,
+    writes_checked,
+)
 from .unique import unique_lookup_databases, validating_unique
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
@@ -435,11 +440,23 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
 
     def update(self, **kwargs: Any) -> int:
         self._refuse_id_moves(kwargs)
+        self._check_transaction()
         if not self._is_fanout():
             return super().update(**kwargs)
         if self.query.is_sliced:
             raise TypeError("Cannot update a query once a slice has been taken.")
-        return sum(self._for_alias(a).update(**kwargs) for a in self._shard_aliases or ())
+        with writes_checked():
+            return sum(self._for_alias(a).update(**kwargs) for a in self._shard_aliases or ())
+
+    def _check_transaction(self, aliases: Iterable[str] | None = None) -> None:
+        """Before a write: its shards hold a transaction when another database does
+        (``transactions.check_transaction``; by default only when DEBUG is on)."""
+        if unprotected_write_mode() is None or not self._shard_databases():
+            return
+        if aliases is None:
+            self._for_write = True  # as update() and delete() do: where the writes go
+            aliases = self._shard_aliases if self._is_fanout() else (self.primary_db,)
+        check_transaction(self.model, aliases or ())
 
     def _refuse_id_moves(self, kwargs: dict[str, Any]) -> None:
         """Before an UPDATE runs: a new id must name each database it runs on (the rows
@@ -465,6 +482,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         ``sharded_atomic``; ``two_phase=True`` commits it by two-phase commit
         (PostgreSQL), as ``two_phase_deletes()`` does for ``Model.delete()``.
         """
+        self._check_transaction()
         with two_phase_deletes() if two_phase else nullcontext():  # or an outer block's
             if not self._is_fanout():
                 return super().delete()
@@ -538,6 +556,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         params = {k: v() if callable(v) else v for k, v in params.items()}
         obj = self.model(**params)
         alias = self._alias_for_new(obj)
+        self._check_transaction([alias])
         try:
             with transaction.atomic(using=alias):
                 obj.save(force_insert=True, using=alias)
@@ -563,6 +582,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 create_defaults if create_defaults is not None else defaults, **kwargs
             )
         alias = found._state.db
+        self._check_transaction([alias])
         with transaction.atomic(using=alias):
             obj = self._for_alias(alias).select_for_update().get(pk=found.pk)
             for name, value in defaults.items():
@@ -586,6 +606,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
                 check_write(obj, self._db)  # WrongShardError unless allowed on purpose
                 alias = self._db
             groups.setdefault(alias, []).append(obj)
+        self._check_transaction(groups)
         return sum(
             models.QuerySet.bulk_update(self._for_alias(alias), group, fields, batch_size)
             for alias, group in groups.items()
@@ -610,6 +631,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             alias = self._alias_for_new(obj)
             check_family_keys(obj, alias)  # bulk inserts send no pre_save
             groups.setdefault(alias, []).append(obj)
+        self._check_transaction(groups)
         # Every shard's inserts inside its own transaction, all open until every shard
         # succeeded: one failure rolls them all back (the commits still run one after
         # another; see sharded_atomic).

@@ -19,9 +19,11 @@ from django.dispatch import receiver
 from ..errors import ConfigurationError, ShardKeyError, ShardRoutingError, WrongShardError
 from ..placement import allow_off_shard_writes, families, off_shard_writes_allowed
 from ..placement.families import Relation
+from .compat import asked_by_model_delete
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 from .replicas import replica_primaries
+from .transactions import check_transaction, unprotected_write_mode
 
 __all__ = [
     "ShardRouter",
@@ -285,6 +287,8 @@ def _check_write_on_save(
     sender: type[models.Model], instance: models.Model, using: str, **kwargs: Any
 ) -> None:
     check_write(instance, using)
+    if _lives_on_shards(sender):
+        check_transaction(sender, [using])
 
 
 @receiver(m2m_changed, dispatch_uid="uid_fields.check_family_links")
@@ -384,6 +388,34 @@ def unroutable(model: type[models.Model]) -> ShardRoutingError:
     )
 
 
+def _home(model: Any) -> str | None:
+    """The shard map a model's rows live on (a follower's: its parent's); None if none."""
+    field = sharded_pk(model)
+    link = parent_link(model) if field is None else None
+    if link is not None:
+        field = sharded_pk(link.related_model)
+    return None if field is None else str(field.shards_name)
+
+
+def app_representative(app_label: str) -> type[models.Model] | None:
+    """A model of ``app_label`` that speaks for all of them, when they all live alike.
+
+    ``RunPython`` and ``RunSQL`` without hints ask ``allow_migrate(db, app_label)`` and
+    nothing more, so Django's documented data migration (the historical model,
+    ``.using(schema_editor.connection.alias)``) ran on every database, and failed where
+    the table is not. When every model of the app lives on the same shard map, or none
+    on any, the operation goes where those models' tables are; an app with both kinds
+    (or none) gives no answer, and its operations say which model they touch
+    (``hints={"model_name": ...}``, docs/routing.md).
+    """
+    try:
+        found = list(apps.get_app_config(app_label).get_models())
+    except LookupError:
+        return None
+    homes = {_home(model) for model in found}
+    return found[0] if len(homes) == 1 else None
+
+
 class ShardRouter:
     """Routes sharded models by id; every other model is left to other routers."""
 
@@ -453,7 +485,16 @@ class ShardRouter:
         return self._route(model, hints)
 
     def db_for_write(self, model: type[models.Model], **hints: Any) -> str | None:
-        return self._route(model, hints, write=True)
+        alias = self._route(model, hints, write=True)
+        if (
+            alias is not None
+            and isinstance(hints.get("instance"), model)
+            and unprotected_write_mode() is not None
+            and _lives_on_shards(model)
+            and asked_by_model_delete()
+        ):
+            check_transaction(model, [alias])  # obj.delete(): no signal comes before it
+        return alias
 
     def allow_relation(self, obj1: models.Model, obj2: models.Model, **hints: Any) -> bool | None:
         if not _lives_on_shards(type(obj1)) and not _lives_on_shards(type(obj2)):
@@ -488,14 +529,16 @@ class ShardRouter:
     def _allow_migrate(
         self, db: str, app_label: str, model_name: str | None = None, **hints: Any
     ) -> bool | None:
+        if db in replica_primaries():
+            return False  # a replica copies its primary's schema; it is never migrated
         model = hints.get("model")
         if model is None and model_name is not None:
             try:
                 model = apps.get_model(app_label, model_name)
             except LookupError:
                 return None
-        if db in replica_primaries():
-            return False  # a replica copies its primary's schema; it is never migrated
+        elif model is None:
+            model = app_representative(app_label)  # RunPython/RunSQL without hints
         if model is None:
             return None
         field = sharded_pk(model)

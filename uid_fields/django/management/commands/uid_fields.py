@@ -10,14 +10,14 @@ from typing import Any
 
 from django.apps import apps
 from django.core import serializers
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from ...audit import audit
-from ...conf import conf, get_generator, shard_databases
+from ...conf import conf, get_generator
 from ...fields import UidField
 from ...fixtures import dump, load
+from ...migration_state import applied_on_default, lag, migrate_each, migrated_databases
 from ...moves import shard_move
 from ...operations import next_id_function
 from ...replicas import replica_primaries
@@ -53,7 +53,15 @@ class Command(BaseCommand):
             action="store_true",
             help="re-install a missing or stale function (its state sequence is kept)",
         )
-        sub.add_parser("migrate-all", help="migrate default and every shard database")
+        migrate_all = sub.add_parser(
+            "migrate-all",
+            help="migrate default and every shard database; a summary of each at the end",
+        )
+        migrate_all.add_argument(
+            "--check",
+            action="store_true",
+            help="migrate nothing: list what each database lacks, exit non-zero if any does",
+        )
         dump = sub.add_parser(
             "dumpdata", help="dump models, the rows of sharded ones from every shard"
         )
@@ -404,17 +412,54 @@ class Command(BaseCommand):
         )
 
     # -- migrate-all ---------------------------------------------------------------------
-    def do_migrate_all(self, **options: Any) -> None:
-        aliases = ["default", *sorted(a for a in shard_databases() if a != "default")]
+    def do_migrate_all(self, check: bool = False, **options: Any) -> None:
+        """``migrate`` on default, then on every shard database, and what happened on each.
+
+        A failed shard does not stop the others (each ends where its summary line says);
+        the command exits non-zero when any database failed.
+        """
+        aliases = migrated_databases()
+        if check:
+            self._check_migrations(aliases)
+            return
         verbosity = int(options.get("verbosity", 1))
-        for done, alias in enumerate(aliases):
+
+        def started(done: int, alias: str) -> None:
             self.stdout.write(_progress(done, len(aliases), f"migrating {alias}"))
-            call_command(
-                "migrate", database=alias, interactive=False, verbosity=max(verbosity - 1, 0)
-            )
-        self.stdout.write(_progress(len(aliases), len(aliases), "all databases migrated"))
+
+        results = migrate_each(
+            aliases,
+            on_start=started,
+            verbosity=max(verbosity - 1, 0),
+            stdout=self.stdout,
+            stderr=self.stderr,
+        )
+        failed = [result.alias for result in results if not result.ok]
+        last = "all databases migrated" if not failed else f"{len(failed)} not migrated"
+        self.stdout.write(_progress(len(aliases), len(aliases), last))
+        for result in results:
+            self.stdout.write(f"{result.alias:<16} {result}")
         if conf.STRICT_ROUTING is False:
             self.stdout.write("note: STRICT_ROUTING is off; unrouted queries read 'default'")
+        if failed:
+            raise CommandError(
+                f"{len(failed)} of {len(aliases)} databases were not fully migrated: "
+                f"{', '.join(failed)} (each line above says where it stopped)"
+            )
+
+    def _check_migrations(self, aliases: list[str]) -> None:
+        """``--check``: what each database lacks, relative to default and to the disk."""
+        reference = applied_on_default()
+        lagging = []
+        for alias in aliases:
+            found = lag(alias, reference)
+            self.stdout.write(f"{alias:<16} {found}")
+            if not found.up_to_date:
+                lagging.append(alias)
+        if lagging:
+            raise CommandError(
+                f"not migrated: {', '.join(lagging)}; run `manage.py uid_fields migrate-all`"
+            )
 
 
 #: A state ahead of the clock by less than this is a burst carried into the next
