@@ -64,20 +64,35 @@ class IdParts(Generic[P]):
                 )
             self.of = name[: -len(_SUFFIX)]
 
-    def bind(self, of: str, decode: Callable[[Any], Any], decodes_to: type) -> IdParts[P]:
+    def bind(self, of: str, decode: Callable[[Any], Any], decodes_to: type | None) -> IdParts[P]:
         """A copy that decodes attribute ``of`` with ``decode``, for the adapters.
 
-        ``decodes_to`` is the class ``decode`` returns; it must be the declared one.
+        ``decodes_to`` is the class ``decode`` returns, checked against the declared one
+        now; None when the adapter cannot know it yet (Django builds generators on first
+        use), and then each decoded value is checked instead.
         """
-        if not issubclass(decodes_to, self.parts):
-            raise TypeError(
-                f"{self.name} is declared IdParts({self.parts.__name__}), but the ids of "
-                f"{of!r} decode to {decodes_to.__name__}: declare "
-                f"IdParts({decodes_to.__name__})"
-            )
+        if decodes_to is not None and not issubclass(decodes_to, self.parts):
+            raise TypeError(self._mismatch(of, decodes_to))
+        if decodes_to is None:
+            decode = self._checked(of, decode)
         bound: IdParts[P] = IdParts(self.parts, of=of, decode=decode)
         bound.name = self.name or bound.name
         return bound
+
+    def _checked(self, of: str, decode: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def checked(value: Any) -> Any:
+            parts = decode(value)
+            if parts is not None and not isinstance(parts, self.parts):
+                raise TypeError(self._mismatch(of, type(parts)))
+            return parts
+
+        return checked
+
+    def _mismatch(self, of: str, decodes_to: type) -> str:
+        return (
+            f"{self.name} is declared IdParts({self.parts.__name__}), but the ids of "
+            f"{of!r} decode to {decodes_to.__name__}: declare IdParts({decodes_to.__name__})"
+        )
 
     @overload
     def __get__(self, obj: None, owner: type | None = None) -> IdParts[P]: ...
