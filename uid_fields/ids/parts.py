@@ -56,13 +56,17 @@ class IdParts(Generic[P]):
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
-        if self.of is None:
-            if not name.endswith(_SUFFIX) or name == _SUFFIX:
-                raise TypeError(
-                    f"{owner.__name__}.{name}: name it <id attribute>_parts, or say which "
-                    "attribute it decodes with IdParts(..., of='id')"
-                )
+        if self.of is None and name.endswith(_SUFFIX) and name != _SUFFIX:
             self.of = name[: -len(_SUFFIX)]
+
+    def target(self, owner: type) -> str:
+        """The id attribute this decodes; TypeError when its name does not say."""
+        if self.of is None:
+            raise TypeError(
+                f"{owner.__name__}.{self.name}: name it <id attribute>_parts, or say which "
+                "attribute it decodes with IdParts(..., of='id')"
+            )
+        return self.of
 
     def bind(self, of: str, decode: Callable[[Any], Any], decodes_to: type | None) -> IdParts[P]:
         """A copy that decodes attribute ``of`` with ``decode``, for the adapters.

@@ -64,7 +64,7 @@ def _install_parts(mapper: Mapper[Any], cls: type) -> None:
             if isinstance(value, IdParts):
                 declared[name] = value
     for name, parts in declared.items():
-        of = parts.of
+        of = parts.target(cls)
         if of in decoders:
             type.__setattr__(cls, name, parts.bind(of, *decoders[of]))
         elif parts.decode is None:  # declared here, and no column of that name decodes
