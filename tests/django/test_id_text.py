@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from .testapp.models import Order
+from uid_fields import ShardKeyError
+
+from .testapp.models import Order, Photo
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -33,3 +35,8 @@ def test_a_form_strips_what_a_person_typed() -> None:
     assert field.clean(f" {order.id}\n") == order.id
     with pytest.raises(ValidationError):
         field.clean(f"+{order.id}")
+
+
+def test_a_bad_shard_key_is_named_as_the_key() -> None:
+    with pytest.raises(ShardKeyError, match=r"Photo\.owner_id='abc'"):
+        Photo(owner_id="abc").save()

@@ -178,6 +178,7 @@ class UidField(_Field[_ST, _GT]):
                 shard_map,
                 parent=parent_placement,
                 name=f"{self.model.__name__}.{self.name}",
+                key_name=f"{self.model.__name__}.{self.shard_key}" if self.shard_key else None,
             )
         return cached
 
