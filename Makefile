@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic
 PIP_FOR_GROUPS := 'pip>=25.1'
 
-.PHONY: test test-compat test-matrix test-sqlalchemy-only demo serve lint format clean bench docs
+.PHONY: test test-compat test-matrix test-sqlalchemy-only demo serve lint typecheck-docs format clean bench docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -117,6 +117,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(MAKE) typecheck-docs
+
+# The public API type-checks in user code: mypy --strict and pyright over the docs'
+# Python blocks (those not fenced `python fragment`) and tests/typecheck's typed
+# examples, whose assert_type calls both checkers verify (tests/typecheck/run.py).
+typecheck-docs: $(STAMP)
+	$(BIN)/python -m tests.typecheck.run
 
 # The documentation site in docs/_build/html; any Sphinx warning fails the build.
 docs: $(STAMP)

@@ -3,7 +3,7 @@
 # The package version: pyproject.toml reads it from here ([tool.hatch.version]).
 __version__ = "0.1.0"
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._internal import moved
 from .clock import Clock, ManualClock, SystemClock
@@ -35,13 +35,16 @@ from .ids.layouts import (
     SONYFLAKE,
     TWITTER,
     DecimalLayout,
+    DecimalParts,
     SnowflakeLayout,
+    SnowflakeParts,
 )
 from .ids.leases import DatabaseLease, RedisLease
-from .ids.locality import LocalityUUIDGenerator
+from .ids.locality import LocalityParts, LocalityUUIDGenerator
 from .ids.nodes import FromEnv
+from .ids.parts import IdParts
 from .ids.sequences import RedisSequence
-from .ids.uniqid import UniqIdGenerator
+from .ids.uniqid import UniqIdGenerator, UniqIdParts
 from .placement import (
     ByDecimalServer,
     ByField,
@@ -77,11 +80,14 @@ __all__ = [
     "DatabaseLease",
     "DecimalGenerator",
     "DecimalLayout",
+    "DecimalParts",
     "ForkedGeneratorError",
     "FromEnv",
+    "IdParts",
     "KeyRanges",
     "LayoutExhaustedError",
     "LeaseLostError",
+    "LocalityParts",
     "LocalityUUIDGenerator",
     "ManualClock",
     "RedisLease",
@@ -93,11 +99,13 @@ __all__ = [
     "ShardedIdGenerator",
     "SnowflakeGenerator",
     "SnowflakeLayout",
+    "SnowflakeParts",
     "SystemClock",
     "TwoPhaseCommitError",
     "UidConfig",
     "UidFieldsError",
     "UniqIdGenerator",
+    "UniqIdParts",
     "UnmergeableQueryError",
     "WorkerIdsExhaustedError",
     "WrongShardError",
@@ -108,6 +116,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Deprecated names (``UnroutableQueryError``) still import, with a warning."""
-    return deprecated_name(__name__, name)
+if TYPE_CHECKING:
+    # For type checkers, the deprecated names are spelled out: a module ``__getattr__``
+    # would make every misspelt name of this module ``Any`` in user code.
+    UnroutableQueryError = ShardRoutingError
+else:
+
+    def __getattr__(name: str) -> Any:
+        """Deprecated names (``UnroutableQueryError``) still import, with a warning."""
+        return deprecated_name(__name__, name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "ClockMovedBackwardsError",
@@ -149,5 +149,12 @@ def deprecated_name(module: str, name: str) -> Any:
     raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
 
-def __getattr__(name: str) -> Any:
-    return deprecated_name(__name__, name)
+if TYPE_CHECKING:
+    # Spelled out for type checkers: a module ``__getattr__`` would make every misspelt
+    # name of this module ``Any`` in user code.
+    UnroutableQueryError = ShardRoutingError
+else:
+
+    def __getattr__(name: str) -> Any:
+        """Deprecated names (``UnroutableQueryError``) still import, with a warning."""
+        return deprecated_name(__name__, name)

@@ -201,8 +201,10 @@ class TestValidation:
             small.decompose(2**24)
 
     def test_decompose_accepts_digit_strings_only(self) -> None:
-        assert TWITTER.decompose(" 204697221847986177 ").worker == 3
-        for bad in ["", "12a", "-5", "1e9", "١٢٣"]:
+        assert TWITTER.decompose("204697221847986177").worker == 3
+        assert TWITTER.decompose("0204697221847986177").worker == 3  # leading zeros: kept
+        # The one rule for id text (coerce_id): digits only, so no surrounding spaces.
+        for bad in ["", "12a", "-5", "+5", "1e9", "١٢٣", " 204697221847986177 ", "5\n"]:
             with pytest.raises(ValueError):
                 TWITTER.decompose(bad)
         with pytest.raises(TypeError):

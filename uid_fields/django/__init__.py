@@ -7,7 +7,7 @@ try:
 except ModuleNotFoundError as exc:  # name the extra, not just the module
     raise missing("django", exc) from exc
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ShardRoutingError, deprecated_name
 from .conf import get_generator
@@ -44,6 +44,12 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Deprecated names (``UnroutableQueryError``) still import, with a warning."""
-    return deprecated_name(__name__, name)
+if TYPE_CHECKING:
+    # Spelled out for type checkers: a module ``__getattr__`` would make every misspelt
+    # name of this module ``Any`` in user code.
+    UnroutableQueryError = ShardRoutingError
+else:
+
+    def __getattr__(name: str) -> Any:
+        """Deprecated names (``UnroutableQueryError``) still import, with a warning."""
+        return deprecated_name(__name__, name)

@@ -38,6 +38,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError
 from .. import config as core
 from ..config import Problem
 from ..config.problems import key_names, key_text
+from ..errors import ConfigurationError
 from ..placement.uniqueness import enforced_by_databases
 from ..sql.postgres import sql_identifier
 from .conf import conf
@@ -566,7 +567,11 @@ def check_shard_migrations(
     """
     if not databases:
         return []
-    shards = [alias for alias in migrated_databases() if alias != DEFAULT_DB_ALIAS]
+    try:
+        migrated = migrated_databases()
+    except ConfigurationError:
+        return []  # a malformed map: E004/E014 say so, and no shard can be compared
+    shards = [alias for alias in migrated if alias != DEFAULT_DB_ALIAS]
     if DEFAULT_DB_ALIAS not in databases:
         shards = [alias for alias in shards if alias in databases]
     if not shards:

@@ -11,23 +11,59 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from django import forms
 from django.apps import apps
 from django.core import checks, exceptions
 from django.db import models
+from django.db.models.expressions import Combinable
 from django.db.models.signals import post_init
 from django.utils.translation import gettext_lazy as _
 
 from ..ids.generators import DecimalGenerator
 from ..ids.layouts import IntLayout, coerce_id
+from ..ids.parts import IdParts
 from ..placement import Placement, ShardMap, id_for_new_object
 from . import conf
 from .functions import NextId
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
+    from typing_extensions import TypeVar
+
+# The fields are generic for type checkers, as django-stubs declares Django's (set type,
+# get type): ``order.id`` reads as an int, ``visit.id`` as a UUID. Django's field classes
+# take no type arguments at run time, so there subscripting one gives the class itself.
+if TYPE_CHECKING:  # a bare UidField (isinstance checks, annotations) is UidField[Any, Any]
+    _ST = TypeVar("_ST", contravariant=True, default=Any)
+    _GT = TypeVar("_GT", covariant=True, default=Any)
+else:
+    _ST = _GT = None  # subscripts are dropped at run time (see _Unsubscripted)
+
+
+class _Unsubscripted:
+    """Run-time stand-in for a Django field class used as a generic base."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __getitem__(self, _types: object) -> type:
+        return self.cls
+
+
+if TYPE_CHECKING:
+    _Field = models.Field
+    _BigIntegerField = models.BigIntegerField
+    _UUIDField = models.UUIDField
+    _CharField = models.CharField
+else:
+    _Field = _Unsubscripted(models.Field)
+    _BigIntegerField = _Unsubscripted(models.BigIntegerField)
+    _UUIDField = _Unsubscripted(models.UUIDField)
+    _CharField = _Unsubscripted(models.CharField)
+
+_IntSet = int | str | Combinable
 
 __all__ = [
     "LocalityUUIDField",
@@ -73,8 +109,13 @@ class _Default:
         return field.keyless_id()
 
 
-class UidField(models.Field):  # type: ignore[type-arg]
+class UidField(_Field[_ST, _GT]):
     """What the id fields share: a named generator, an optional shard map, decoding."""
+
+    if not TYPE_CHECKING:
+
+        def __class_getitem__(cls, *types: Any) -> type[Self]:
+            return cls  # generic for type checkers only (see _Unsubscripted)
 
     kinds: tuple[str, ...] = ()
     default_generator = "default"
@@ -137,6 +178,7 @@ class UidField(models.Field):  # type: ignore[type-arg]
                 shard_map,
                 parent=parent_placement,
                 name=f"{self.model.__name__}.{self.name}",
+                key_name=f"{self.model.__name__}.{self.shard_key}" if self.shard_key else None,
             )
         return cached
 
@@ -257,7 +299,10 @@ class UidField(models.Field):  # type: ignore[type-arg]
     ) -> None:
         super().contribute_to_class(cls, name, private_only=private_only)
         parts_name = f"{name}_parts"
-        if parts_name not in cls.__dict__:
+        declared = cls.__dict__.get(parts_name)
+        if isinstance(declared, IdParts):  # id_parts = IdParts(SnowflakeParts): bind it
+            setattr(cls, parts_name, declared.bind(self.attname, self._decode_or_none, None))
+        elif parts_name not in cls.__dict__:
             setattr(cls, parts_name, _PartsDescriptor(self))
         if self.shard_key and not cls._meta.abstract:
             post_init.connect(
@@ -270,6 +315,11 @@ class UidField(models.Field):  # type: ignore[type-arg]
     def decode(self, value: Any) -> Any:
         """The decoded parts of an id of this field (``.datetime`` and the rest)."""
         return self.generator.decompose(value)
+
+    def _decode_or_none(self, value: Any) -> Any:
+        """``decode``, and None for the database default a new row holds before its
+        INSERT (as ``<field>_parts`` is None while the id is)."""
+        return None if _is_db_default(value) else self.decode(value)
 
     def deconstruct(self) -> Any:
         name, path, args, kwargs = super().deconstruct()
@@ -378,7 +428,7 @@ class IdFormField(forms.CharField):
 _PLAIN_INT_VENDORS = frozenset({"postgresql", "sqlite", "mysql"})
 
 
-class _IntIdField(UidField, models.BigIntegerField):  # type: ignore[type-arg]
+class _IntIdField(UidField[_IntSet, int], _BigIntegerField[_IntSet, int]):
     description = _("64-bit id")
 
     def get_internal_type(self) -> str:
@@ -443,7 +493,9 @@ class ShardedBigIntField(_IntIdField):
     kinds = ("sharded",)
 
 
-class LocalityUUIDField(UidField, models.UUIDField):  # type: ignore[type-arg]
+class LocalityUUIDField(
+    UidField[str | uuid.UUID, uuid.UUID], _UUIDField[str | uuid.UUID, uuid.UUID]
+):
     """A Groupon locality UUID, stored as a plain ``uuid.UUID``."""
 
     kinds = ("locality",)
@@ -458,7 +510,7 @@ class LocalityUUIDField(UidField, models.UUIDField):  # type: ignore[type-arg]
         return super().to_python(value)  # type: ignore[no-any-return]
 
 
-class UniqIdField(UidField, models.CharField):  # type: ignore[type-arg]
+class UniqIdField(UidField[str | Combinable, str], _CharField[str | Combinable, str]):
     """A shard-prefixed PHP uniqid (18 characters) that routes by its shard digit."""
 
     kinds = ("uniqid",)

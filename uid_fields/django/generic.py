@@ -42,10 +42,10 @@ def _content_types(alias: str | None) -> Any:
     return ContentType.objects.db_manager(alias)
 
 
-def _routed(model: type[models.Model]) -> ShardedQuerySet:
+def _routed(model: type[models.Model]) -> ShardedQuerySet[Any]:
     """Every row of ``model`` (a model on shards), routed by id; a follower's own id
     names no shard, so its rows are looked for on every shard of its parent's map."""
-    rows = ShardedQuerySet(model=model)
+    rows: ShardedQuerySet[Any] = ShardedQuerySet(model=model)
     return rows.on_all_shards() if parent_link(model) is not None else rows
 
 

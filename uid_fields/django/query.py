@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self, overload
 
 from django.apps import apps
 from django.db import IntegrityError, models, transaction
@@ -56,7 +56,7 @@ from .unique import unique_lookup_databases, validating_unique
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
 
-class PrimaryModelIterable(ModelIterable):  # type: ignore[type-arg]
+class PrimaryModelIterable(ModelIterable):
     """Model instances that name their primary in ``_state.db`` even when a replica was
     read: ``save()`` and related managers follow ``_state.db``, and must reach the
     primary. ``select_related`` joins only what lives on the query's database; the rest
@@ -98,7 +98,19 @@ def _to_primary(obj: models.Model, primaries: dict[str, str], depth: int = 0) ->
                 _to_primary(related, primaries, depth + 1)
 
 
-class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
+if TYPE_CHECKING:  # a default, so ShardedManager() needs no annotation in a model
+    from typing_extensions import TypeVar
+
+    _MM = TypeVar("_MM", bound=models.Model, covariant=True, default=models.Model)
+else:
+    from typing import TypeVar
+
+    _MM = TypeVar("_MM", bound=models.Model, covariant=True)
+_M = TypeVar("_M", bound=models.Model, covariant=True)
+_N = TypeVar("_N", bound=models.Model)
+
+
+class ShardedQuerySet(models.QuerySet[_M]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shard_aliases: tuple[str, ...] | None = None
@@ -183,7 +195,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             # any shard (its filter may still narrow them to one).
             self._shard_aliases = field.shard_map.databases
 
-    def on_all_shards(self) -> ShardedQuerySet:
+    def on_all_shards(self) -> Self:
         """Run this query on every shard of the model and merge the results."""
         clone = self._chain()
         databases = self._shard_databases()
@@ -196,7 +208,7 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
             clone._shard_aliases = databases
         return clone
 
-    def using(self, alias: str | None) -> ShardedQuerySet:
+    def using(self, alias: str | None) -> Self:
         """``using(None)`` of rows on shards is a fan-out, not ``default``.
 
         Django asks ``_default_manager.using(None)`` for the choices of a foreign key's
@@ -643,5 +655,34 @@ class ShardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
         return objs
 
 
-class ShardedManager(models.Manager.from_queryset(ShardedQuerySet)):
-    """The default manager of a sharded model."""
+if TYPE_CHECKING:
+    # What Manager.from_queryset(ShardedQuerySet) makes, spelled out for type checkers
+    # (which do not run from_queryset): the queryset's own methods, typed by the model.
+    class _ShardedManagerBase(models.Manager[_MM]):
+        def get_queryset(self) -> ShardedQuerySet[_MM]: ...
+        def on_all_shards(self) -> ShardedQuerySet[_MM]: ...
+        def using(self, alias: str | None) -> ShardedQuerySet[_MM]: ...
+        def all(self) -> ShardedQuerySet[_MM]: ...
+        def filter(self, *args: Any, **kwargs: Any) -> ShardedQuerySet[_MM]: ...
+        def exclude(self, *args: Any, **kwargs: Any) -> ShardedQuerySet[_MM]: ...
+        def order_by(self, *field_names: Any) -> ShardedQuerySet[_MM]: ...
+
+else:
+    _ShardedManagerBase = models.Manager.from_queryset(ShardedQuerySet)
+
+
+class ShardedManager(_ShardedManagerBase[_MM]):
+    """The default manager of a sharded model (``objects = ShardedManager()``).
+
+    Typed by the model it is read from: ``Order.objects`` is a ``ShardedManager[Order]``
+    and ``Order.objects.on_all_shards()`` a ``ShardedQuerySet[Order]``, with no
+    annotation on ``objects``.
+    """
+
+    if TYPE_CHECKING:
+
+        @overload
+        def __get__(self, instance: None, owner: type[_N]) -> ShardedManager[_N]: ...
+        @overload
+        def __get__(self, instance: Any, owner: Any = None) -> Self: ...
+        def __get__(self, instance: Any, owner: Any = None) -> Any: ...

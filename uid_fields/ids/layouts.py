@@ -49,22 +49,25 @@ _RESERVED = frozenset(
 
 
 def coerce_id(value: object, *, max_value: int) -> int:
-    """An id as a non-negative int, from an int or a string of decimal digits.
+    """An id as a non-negative int, from an int or from its text.
 
-    Anything else is a ValueError (or TypeError for non-id types), so malformed ids
-    from URLs and forms never reach the bit arithmetic.
+    Text is an id under one rule, for every adapter and entry point (``get()``, lookups,
+    URL converters, forms after their own stripping, assignments): 1 to 20 ASCII
+    decimal digits and nothing else. No sign, no spaces or newlines, no ``_`` (all of
+    which ``int()`` takes), no other script's digits; leading zeros are allowed, since a
+    decimal id's 20-digit form has them. Anything else is a ValueError (TypeError for
+    non-id types), so malformed ids from URLs and forms never reach the bit arithmetic.
     """
     if isinstance(value, bool):
         raise TypeError("a bool is not an id")
     if isinstance(value, int):
         number = value
     elif isinstance(value, str):
-        text = value.strip()
-        if len(text) > 20:  # before int(): no 64-bit id has more digits
+        if len(value) > 20:  # before int(): no 64-bit id has more digits
             raise ValueError(f"{value[:24]!r}... is not an id: more than 20 digits")
-        if not text.isascii() or not text.isdigit():
-            raise ValueError(f"{value!r} is not an id: expected decimal digits")
-        number = int(text)
+        if not value.isascii() or not value.isdigit():
+            raise ValueError(f"{value!r} is not an id: expected 1 to 20 decimal digits")
+        number = int(value)
     else:
         raise TypeError(f"expected an int id or a string of digits, got {type(value).__name__}")
     if not 0 <= number <= max_value:

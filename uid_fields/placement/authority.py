@@ -86,7 +86,8 @@ class Placement:
     places their logical shards on databases (None while no map is known: ids can still
     be made and read by ``route``, the generator's natural one by default); ``parent`` is
     the placement of the row a shard key points at, when the rows must live with their
-    parent. Adapters build one per field and call only this.
+    parent. ``name`` names the id field in errors, ``key_name`` its shard key (the key
+    column, ``photos.owner_id``). Adapters build one per field and call only this.
     """
 
     def __init__(
@@ -98,6 +99,7 @@ class Placement:
         parent: Placement | None = None,
         key_hash: KeyHash | None = None,
         name: str = "id",
+        key_name: str | None = None,
         embeds_shard: bool | None = None,
     ) -> None:
         if shard_map is not None and generator is not None:
@@ -123,6 +125,9 @@ class Placement:
         self.parent = parent
         self.key_hash: KeyHash = chosen
         self.name = name
+        #: What errors about a shard key call it: the key column (``photos.owner_id``),
+        #: never the id it places.
+        self.key_name = key_name if key_name is not None else f"the shard key of {name}"
         self._embeds = (
             isinstance(generator, ShardedIdGenerator) if embeds_shard is None else embeds_shard
         )
@@ -160,7 +165,7 @@ class Placement:
         """The logical shard a shard key (or a parent id) picks for a new row."""
         if self.parent is not None:
             parent_id = key
-            number = normalize_shard_key(parent_id, name=self.name)
+            number = normalize_shard_key(parent_id, name=self.key_name)
             if self.shard_map is not None and self.parent.shard_map is not None:
                 return colocated_logical_shard(
                     self.shard_map, self.parent.shard_map, parent_id, number
@@ -173,7 +178,7 @@ class Placement:
                 number,
             )
             return scaled if scaled >= 0 else self._hash_key(number)
-        number = normalize_shard_key(key, name=self.name)
+        number = normalize_shard_key(key, name=self.key_name)
         return self._open_logical_shard(self._hash_key(number), number)
 
     def _hash_key(self, number: int) -> int:
@@ -205,7 +210,7 @@ class Placement:
         shard_map = self._map()
         if self.parent is not None or not shard_map.closed:
             return (new,)
-        natural = shard_map.database(self._hash_key(normalize_shard_key(key, name=self.name)))
+        natural = shard_map.database(self._hash_key(normalize_shard_key(key, name=self.key_name)))
         return (new,) if natural == new else (natural, new)
 
     def fits_key(self, value: object, key: object) -> bool:
@@ -223,7 +228,7 @@ class Placement:
             return self.shard_map.database(mine) == self.database_for_key(key)
         if self.shard_map is not None and self.shard_map.closed:
             # Made before its key's database closed, or after: both are the key's.
-            number = normalize_shard_key(key, name=self.name)
+            number = normalize_shard_key(key, name=self.key_name)
             return mine in (self._hash_key(number), self.logical_shard_for_key(key))
         return mine == self.logical_shard_for_key(key)
 

@@ -37,7 +37,15 @@ Kind = Literal["snowflake", "sharded", "locality", "uniqid"]
 
 
 class IntIdGenerator(Protocol):
-    layout: IntLayout
+    """What ``SnowflakeField`` needs of a generator: a layout to read, integer ids.
+
+    ``layout`` is a read-only property here: a generator whose layout is a
+    ``SnowflakeLayout`` (or ``DecimalLayout``) attribute matches it, which a mutable
+    ``IntLayout`` attribute would not (mutable protocol members are invariant).
+    """
+
+    @property
+    def layout(self) -> IntLayout: ...
 
     def next_id(self) -> int: ...
 
@@ -95,6 +103,21 @@ class FieldConfig:
         column = self.column
         return f"{column.table.name}.{column.key}" if column is not None else self.kind
 
+    @property
+    def key_name(self) -> str | None:
+        """The shard key column as errors name it (``photos.owner_id``)."""
+        column, key = self.column, self.shard_key_column
+        if key is None:
+            return None
+        return f"{column.table.name}.{key}" if column is not None else key
+
+    def mapped(self, column: Column[Any], shard_key_column: str | None) -> None:
+        """The column and key column, once the class is mapped: placements made before
+        (a field with its own ``shards``) named neither, so they are made again."""
+        self.column = column
+        self.shard_key_column = shard_key_column
+        self._placements.clear()
+
     def parent_config(self) -> FieldConfig | None:
         """The uid field of the row this column's shard key points at (co-location)."""
         column = self.column
@@ -132,6 +155,7 @@ class FieldConfig:
                 parent=parent_placement,
                 key_hash=self.key_hash,
                 name=self.name,
+                key_name=self.key_name,
                 embeds_shard=self.kind == "sharded",
             )
             if len(self._placements) >= _PLACEMENTS_KEPT:

@@ -4,7 +4,10 @@ One listener on every mapper's construction looks for uid columns and installs, 
 that class only: an ``init`` hook that assigns ids before ``__init__`` runs, a ``set``
 hook on the shard key (the id carries the key's shard, so it is made when the key is
 known, and made again when the key changes while the id is still the field's own, never
-when the caller chose it), and a ``<attribute>_parts`` descriptor that decodes the id.
+when the caller chose it), a ``set`` hook on every column of a uid type that stores the
+value as the column's Python type (``Order(id="384...")`` holds the int 384..., so the
+identity map has one key per row), and a ``<attribute>_parts`` descriptor (``IdParts``)
+that decodes the id, binding the one the class declares, if any.
 """
 
 from __future__ import annotations
@@ -14,34 +17,21 @@ from typing import Any
 
 from sqlalchemy import event, inspect
 from sqlalchemy.orm import Mapper
+from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.schema import Column
 
 from ..errors import ShardKeyError
+from ..ids.parts import IdParts
 from ..placement import id_for_new_object
 from .fields import INFO_KEY, FieldConfig
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
-__all__ = ["PartsAttribute", "made_by_field", "set_made_id", "uid_columns"]
+__all__ = ["made_by_field", "set_made_id", "uid_columns"]
 
 # Key of ``InstanceState.info``: the ids uid fields made for a new object, by attribute.
 _MADE = "uid_fields_made"
 
-
-class PartsAttribute:
-    """``obj.id_parts``: the decoded parts of ``obj.id`` (None while the id is None)."""
-
-    def __init__(self, key: str, decompose: Callable[[Any], Any]) -> None:
-        self.key = key
-        self.decompose = decompose
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        if obj is None:
-            return self
-        value = getattr(obj, self.key)
-        return None if value is None else self.decompose(value)
-
-    def __repr__(self) -> str:
-        return f"<PartsAttribute of {self.key!r}>"
+_UidType = SnowflakeType | LocalityUUIDType | UniqIdType
 
 
 def uid_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any], FieldConfig]]:
@@ -54,27 +44,75 @@ def uid_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any], FieldConfig
     return found
 
 
-def _install_parts(mapper: Mapper[Any], cls: type) -> None:
+def _decoders(mapper: Mapper[Any]) -> dict[str, tuple[Callable[[Any], Any], type]]:
+    """Attribute key -> (decoder, class of its parts), for every column that decodes."""
+    found: dict[str, tuple[Callable[[Any], Any], type]] = {}
     for key, column in mapper.columns.items():
         id_type = column.type
-        if isinstance(id_type, SnowflakeType) and id_type.layout is not None:
-            decompose: Callable[[Any], Any] = id_type.decompose
-        elif isinstance(id_type, LocalityUUIDType) or (
-            isinstance(id_type, UniqIdType) and id_type.total_shards is not None
-        ):
-            decompose = id_type.decompose
-        else:
-            continue
+        if isinstance(id_type, _UidType) and id_type.parts_type is not None:
+            found[key] = (id_type.decompose, id_type.parts_type)
+    return found
+
+
+def _install_parts(mapper: Mapper[Any], cls: type) -> None:
+    """``<key>_parts`` for every column that decodes; a declared ``IdParts`` is bound to
+    its column after its declared class is checked against the column's."""
+    decoders = _decoders(mapper)
+    declared: dict[str, IdParts[Any]] = {}
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            if isinstance(value, IdParts):
+                declared[name] = value
+    for name, parts in declared.items():
+        of = parts.target(cls)
+        if of in decoders:
+            type.__setattr__(cls, name, parts.bind(of, *decoders[of]))
+        elif parts.decode is None:  # declared here, and no column of that name decodes
+            raise TypeError(
+                f"{cls.__name__}.{name}: {of!r} is not a uid column of {cls.__name__} "
+                f"(columns that decode: {sorted(decoders) or 'none'})"
+            )
+    for key, (decompose, parts_type) in decoders.items():
         name = f"{key}_parts"
-        existing = getattr(cls, name, None)
-        if existing is None or isinstance(existing, PartsAttribute):
-            type.__setattr__(cls, name, PartsAttribute(key, decompose))
+        if name not in declared and getattr(cls, name, None) is None:
+            type.__setattr__(cls, name, IdParts(parts_type, of=key, decode=decompose))
+
+
+def _install_coercion(mapper: Mapper[Any], cls: type) -> None:
+    """Values set on a column of a uid type become the column's Python type at once.
+
+    The identity map keys rows by the attribute's value, so ``Order(id="384...")`` kept
+    as text would be a second identity for the row a later ``get(Order, 384...)`` loads.
+    Text follows the core's rule for ids (``coerce_id``); a value that is no id raises
+    ValueError/TypeError here, before any flush.
+    """
+    for key, column in mapper.columns.items():
+        id_type = column.type
+        if isinstance(id_type, _UidType):
+            event.listen(getattr(cls, key), "set", _coercer(id_type), retval=True)
+
+
+def _coercer(id_type: _UidType) -> Callable[..., Any]:
+    coerce = id_type.coerce
+
+    def coerce_on_set(target: Any, value: Any, oldvalue: Any, initiator: Any) -> Any:
+        if (
+            value is None
+            or isinstance(value, ClauseElement)
+            or hasattr(value, "__clause_element__")
+        ):
+            return value  # NULL, or SQL the flush evaluates
+        return coerce(value)
+
+    return coerce_on_set
 
 
 def _install_assignment(mapper: Mapper[Any], cls: type) -> None:
     for _key, column, config in uid_columns(mapper):
         if config.column is None:
-            config.column = column
+            shard_column = mapper.columns.get(config.shard_key or "")
+            key_column = shard_column.key if shard_column is not None else config.shard_key
+            config.mapped(column, key_column)
     fields = [(key, config) for key, _column, config in uid_columns(mapper) if config.client_side]
     if not fields:
         return
@@ -96,7 +134,6 @@ def _install_assignment(mapper: Mapper[Any], cls: type) -> None:
             raise ValueError(
                 f"{cls.__name__}.{key}: shard_key={shard_key!r} is not a mapped column"
             )
-        config.shard_key_column = shard_column.key
         event.listen(getattr(cls, shard_key), "set", _on_shard_key_set(key, config))
 
 
@@ -150,4 +187,5 @@ def made_by_field(target: Any, key: str, value: Any) -> bool:
 @event.listens_for(Mapper, "after_mapper_constructed")
 def _configure_uid_columns(mapper: Mapper[Any], cls: type) -> None:
     _install_parts(mapper, cls)
+    _install_coercion(mapper, cls)
     _install_assignment(mapper, cls)

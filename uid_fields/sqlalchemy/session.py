@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Connection, Engine, Result
@@ -45,6 +45,12 @@ from .twophase import check_postgresql, commit_two_phase
 #: Execution option that sends a statement without id criteria to every shard, unmerged
 #: (rows of one shard after another), as ShardedSession does: for code that merges itself.
 FAN_OUT = "uid_fields_fan_out"
+
+#: SQLAlchemy's ShardedSession arguments that this session's routing answers itself
+#: (``id_chooser``/``query_chooser`` are their 1.4 names).
+CHOOSERS = ("shard_chooser", "identity_chooser", "execute_chooser", "id_chooser", "query_chooser")
+
+_O = TypeVar("_O", bound=object)
 
 __all__ = [
     "FAN_OUT",
@@ -80,6 +86,7 @@ class ShardedIdSession(ShardedSession):
                 stacklevel=2,
             )
             read_your_writes_seconds = kwargs.pop("read_your_writes_s")
+        refuse_choosers(kwargs)
         shards = dict(shards or {})
         self.router = Router(list(shards), shard_map, default_shard)
         unknown = sorted(set(replicas or {}) - set(shards))
@@ -141,44 +148,78 @@ class ShardedIdSession(ShardedSession):
                 self.read_pins.pin(shard_id)
         return super().get_bind(mapper, shard_id=shard_id, instance=instance, clause=clause, **kw)
 
-    def get(self, entity: Any, ident: Any, *args: Any, **kwargs: Any) -> Any:
-        """``Session.get``; an id no row can have (``-1``, ``"abc"``) finds None, as a
-        missing row does, instead of failing in the column type."""
-        if not self._could_be_an_id(entity, ident):
-            return None
-        return super().get(entity, ident, *args, **kwargs)
+    def get(self, entity: type[_O] | Mapper[_O], ident: Any, **kwargs: Any) -> _O | None:
+        """``Session.get``: the object of that primary key, or None.
 
-    def _could_be_an_id(self, entity: Any, ident: Any) -> bool:
+        A primary key given as text is read as its column's type first (the core's rule:
+        ``"0384"`` is 384, ``" 384"`` is no id), so the identity map is asked the same key
+        the row is stored under; an id no row can have (``-1``, ``"abc"``) finds None, as
+        a missing row does, instead of failing in the column type.
+        """
+        normalized = self._normalized_identity(entity, ident)
+        if normalized is _NO_ID:
+            return None
+        return super().get(entity, normalized, **kwargs)
+
+    def _normalized_identity(self, entity: Any, ident: Any) -> Any:
+        """``ident`` with each uid-typed value as its column's type; ``_NO_ID`` when one
+        is no id, or when the routing column's value names no shard."""
         try:
             mapper = inspect(entity).mapper
         except NoInspectionAvailable:  # not mapped: let Session.get say so
-            return True
+            return ident
+        columns = list(mapper.primary_key)
+        if isinstance(ident, Mapping):
+            keys = {c: mapper.get_property_by_column(c).key for c in columns}
+            values = {c: ident[keys[c]] for c in columns if keys[c] in ident}
+        else:
+            given = ident if isinstance(ident, (tuple, list)) else (ident,)
+            values = dict(zip(columns, given, strict=False))
         route = self._route_of(mapper)
-        if route is None or route.by_parent:
-            return True
-        identity = ident if isinstance(ident, (tuple, list)) else (ident,)
-        for position, column in enumerate(mapper.primary_key):
-            if column is route.column and position < len(identity):
-                try:
-                    route.shard_of(identity[position])
-                except (TypeError, ValueError):
-                    return False
-        return True
+        try:
+            for column, value in values.items():
+                coerce = getattr(column.type, "coerce", None)
+                if value is not None and coerce is not None:
+                    values[column] = coerce(value)
+                if route is not None and not route.by_parent and column is route.column:
+                    route.shard_of(values[column])
+        except (TypeError, ValueError):
+            return _NO_ID
+        if isinstance(ident, Mapping):
+            return {**ident, **{keys[c]: v for c, v in values.items()}}
+        if isinstance(ident, (tuple, list)):
+            return type(ident)(values.get(c, v) for c, v in zip(columns, ident, strict=False))
+        return values[columns[0]]
 
-    def on_all_shards(
-        self,
-        statement: Any,
-        params: Mapping[str, Any] | None = None,
-        *,
-        execution_options: Mapping[str, Any] | None = None,
-    ) -> Result[Any]:
-        """Run a SELECT on every shard and merge the answers as one database would.
+    if TYPE_CHECKING:
+        # Typed as Session.execute is, by the installed SQLAlchemy: Select[tuple[T]] gives
+        # Result[tuple[T]] on 2.0, Select[T] gives Result[T] on 2.1 (both accept the same
+        # arguments; bind_arguments is refused at run time: a fan-out runs everywhere).
+        on_all_shards = Session.execute
+    else:
 
-        Rows come in the statement's ORDER BY (the id by default), LIMIT/OFFSET apply to
-        the merged rows, ``count()``/``sum()`` add up and ``min()``/``max()`` combine;
-        GROUP BY, DISTINCT and AVG raise ``UnmergeableQueryError`` before anything runs.
-        """
-        return fan_out(self, statement, params, dict(execution_options or {}))
+        def on_all_shards(
+            self,
+            statement: Any,
+            params: Mapping[str, Any] | None = None,
+            *,
+            execution_options: Mapping[str, Any] | None = None,
+            bind_arguments: Mapping[str, Any] | None = None,
+        ) -> Result[Any]:
+            """Run a SELECT on every shard and merge the answers as one database would.
+
+            Rows come in the statement's ORDER BY (the id by default), LIMIT/OFFSET apply
+            to the merged rows, ``count()``/``sum()`` add up and ``min()``/``max()``
+            combine; GROUP BY, DISTINCT and AVG raise ``UnmergeableQueryError`` before
+            anything runs. Typed as ``Session.execute``: ``select(Order)`` gives a
+            ``Result`` whose ``.scalars().all()`` is a sequence of ``Order``.
+            """
+            if bind_arguments:
+                raise TypeError(
+                    "on_all_shards() runs on every shard: bind_arguments cannot pick one "
+                    "(use session.execute(..., bind_arguments={'shard_id': ...}))"
+                )
+            return fan_out(self, statement, params, dict(execution_options or {}))
 
     def holds_shard_connections(self) -> bool:
         """Whether this session's transaction holds a connection to any shard."""
@@ -562,12 +603,28 @@ def _parent_through(mapper: Mapper[Any], instance: Any, column: Any) -> tuple[An
     for relationship in mapper.relationships:
         if relationship.direction is not MANYTOONE:
             continue
-        for local, remote in relationship.local_remote_pairs:
+        for local, remote in relationship.local_remote_pairs or ():
             if local is column:
                 parent = state.dict.get(relationship.key)
                 if parent is not None:
                     return parent, remote
     return None
+
+
+_NO_ID = object()  # get(): the identity is no id at all
+
+
+def refuse_choosers(kwargs: Mapping[str, Any]) -> None:
+    """TypeError naming SQLAlchemy's chooser arguments, which this session's routing
+    replaces (they would otherwise fail inside ShardedSession as "multiple values")."""
+    given = [name for name in CHOOSERS if name in kwargs]
+    if given:
+        raise TypeError(
+            f"{', '.join(name + '=' for name in given)} cannot be given to a sharded "
+            "session: uid_fields routing replaces SQLAlchemy's choosers (it reads each "
+            "row's shard from its id). Pin a statement with bind_arguments={'shard_id': "
+            "...} or set_shard_id(), a new object with place_on_shard(obj, shard)"
+        )
 
 
 def _chain(*groups: Iterable[Any]) -> Iterable[Any]:
@@ -638,4 +695,5 @@ def sharded_sessionmaker(
     """A ``sessionmaker`` of ``ShardedIdSession``: ``Session = sharded_sessionmaker(shards,
     shard_map=...)``, then ``with Session() as session:``. Takes ``sharded_session``'s
     arguments; each session it makes routes by id the same way."""
+    refuse_choosers(kwargs)
     return sessionmaker(class_=ShardedIdSession, shards=shards, **kwargs)

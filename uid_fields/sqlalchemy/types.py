@@ -18,7 +18,16 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from ..ids import locality, uniqid
-from ..ids.layouts import SIGNED_MAX, UNSIGNED_MAX, IntLayout, Parts, coerce_id
+from ..ids.layouts import (
+    SIGNED_MAX,
+    UNSIGNED_MAX,
+    DecimalLayout,
+    DecimalParts,
+    IntLayout,
+    Parts,
+    SnowflakeParts,
+    coerce_id,
+)
 from ..ids.locality import LocalityParts
 from .comparators import IdTime
 
@@ -75,10 +84,17 @@ class SnowflakeType(_CacheOkSubclasses, TypeDecorator[int]):
             return dialect.type_descriptor(mysql.BIGINT(unsigned=True))
         return dialect.type_descriptor(BigInteger())
 
+    def coerce(self, value: object) -> int:
+        """``value`` as an id of this column: an int, or text under the core's rule
+        (``coerce_id``: ASCII digits only); ValueError/TypeError otherwise."""
+        if type(value) is int and 0 <= value <= self.max_value:
+            return value
+        return coerce_id(value, max_value=self.max_value)
+
     def process_bind_param(self, value: Any, dialect: Dialect) -> int | None:
         if value is None:
             return None
-        return coerce_id(value, max_value=self.max_value)
+        return self.coerce(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
         return None if value is None else int(value)
@@ -86,6 +102,13 @@ class SnowflakeType(_CacheOkSubclasses, TypeDecorator[int]):
     @property
     def python_type(self) -> type[int]:
         return int
+
+    @property
+    def parts_type(self) -> type[Parts] | None:
+        """The class ``decompose`` returns (None without a layout)."""
+        if self.layout is None:
+            return None
+        return DecimalParts if isinstance(self.layout, DecimalLayout) else SnowflakeParts
 
     def decompose(self, value: object) -> Parts:
         """The decoded parts of an id of this column."""
@@ -112,8 +135,10 @@ class LocalityUUIDType(_CacheOkSubclasses, TypeDecorator[uuid.UUID]):
         super().__init__()
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
-        if value is None:
-            return None
+        return None if value is None else self.coerce(value)
+
+    def coerce(self, value: object) -> uuid.UUID:
+        """``value`` as a stdlib ``uuid.UUID``; ValueError/TypeError if it is none."""
         if type(value) is uuid.UUID:
             return value
         if isinstance(value, uuid.UUID):
@@ -133,6 +158,10 @@ class LocalityUUIDType(_CacheOkSubclasses, TypeDecorator[uuid.UUID]):
     @property
     def python_type(self) -> type[uuid.UUID]:
         return uuid.UUID
+
+    @property
+    def parts_type(self) -> type[LocalityParts]:
+        return LocalityParts
 
     def decompose(self, value: object) -> LocalityParts:
         return locality.decompose(value)
@@ -158,8 +187,10 @@ class UniqIdType(_CacheOkSubclasses, TypeDecorator[str]):
         self.total_shards = total_shards
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        if value is None:
-            return None
+        return None if value is None else self.coerce(value)
+
+    def coerce(self, value: object) -> str:
+        """``value`` if it is a well-formed uniqid of this column; ValueError/TypeError."""
         if not isinstance(value, str):
             raise TypeError(f"expected a uniqid string, got {type(value).__name__}")
         if self.total_shards is not None:
@@ -169,6 +200,10 @@ class UniqIdType(_CacheOkSubclasses, TypeDecorator[str]):
     @property
     def python_type(self) -> type[str]:
         return str
+
+    @property
+    def parts_type(self) -> type[uniqid.UniqIdParts] | None:
+        return uniqid.UniqIdParts if self.total_shards is not None else None
 
     def decompose(self, value: object) -> uniqid.UniqIdParts:
         if self.total_shards is None:

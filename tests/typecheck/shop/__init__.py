@@ -1,0 +1,1 @@
+"""A Django app of typed models, for ``django_example`` and the django-stubs plugin."""
