@@ -200,6 +200,7 @@ def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> lis
     return parallel.run_per_shard(
         [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
         parallel=at_once,
+        names=aliases,
     )
 
 

@@ -7,11 +7,15 @@ this module only runs the calls: on at most ``workers`` threads shared by the pr
 waiting for every call before raising the first error (in shard order), so no query is
 left running behind an exception. A call made from one of the pool's own threads runs
 its calls one after another instead of waiting on the pool it occupies.
+
+A call that fails is logged on ``uid_fields.fanout`` (WARNING, naming its shard) before
+the error goes up: a fan-out's exception names one shard, the log each one that failed.
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -24,6 +28,8 @@ from .._internal import validate as check
 __all__ = ["DEFAULT_WORKERS", "in_worker", "run_per_shard", "set_workers", "shutdown"]
 
 T = TypeVar("T")
+
+log = logging.getLogger("uid_fields.fanout")
 
 #: Threads shared by every fan-out of the process (each holds its own connections).
 DEFAULT_WORKERS = 8
@@ -73,9 +79,20 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-def run_per_shard(calls: Sequence[Callable[[], T]], *, parallel: bool = True) -> list[T]:
+def run_per_shard(
+    calls: Sequence[Callable[[], T]],
+    *,
+    parallel: bool = True,
+    names: Sequence[str] | None = None,
+) -> list[T]:
     """The results of ``calls``, in order; run at the same time when ``parallel``, there
-    is more than one, the pool has workers and this is not already a worker thread."""
+    is more than one, the pool has workers and this is not already a worker thread.
+
+    ``names`` (one per call: the shards' databases) name the failures in the log."""
+    if names is not None and len(names) != len(calls):
+        raise ValueError(f"{len(calls)} calls need {len(calls)} names, got {len(names)}")
+    shown = list(names) if names is not None else [f"#{i}" for i in range(len(calls))]
+    calls = [_logged(call, name) for call, name in zip(calls, shown, strict=True)]
     if not parallel or len(calls) < 2 or _workers == 0 or in_worker():
         return [call() for call in calls]
     # Each call runs in a copy of the caller's context: what the request set (its
@@ -83,6 +100,17 @@ def run_per_shard(calls: Sequence[Callable[[], T]], *, parallel: bool = True) ->
     futures = [_executor().submit(contextvars.copy_context().run, call) for call in calls]
     wait(futures)
     return [future.result() for future in futures]
+
+
+def _logged(call: Callable[[], T], name: str) -> Callable[[], T]:
+    def run() -> T:
+        try:
+            return call()
+        except Exception as exc:
+            log.warning("fan-out: the query on %s failed (%s: %s)", name, type(exc).__name__, exc)
+            raise
+
+    return run
 
 
 def shutdown() -> None:

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from ....sql import installs
 from ...audit import audit
 from ...conf import conf, get_generator, shard_databases
 from ...fields import UidField
@@ -251,10 +252,12 @@ class Command(BaseCommand):
         return "state reset to now"
 
     def _install(self, alias: str, generator: str, shards: str, function: str) -> None:
-        statements = next_id_function(generator, shards, alias, function).create_statements()
+        made = next_id_function(generator, shards, alias, function)
         with connections[alias].cursor() as cursor:
-            for statement in statements:
+            existed = installs.was_installed(cursor, made)
+            for statement in made.create_statements():
                 cursor.execute(statement)
+        installs.installed(made, f"database {alias!r}", existed=existed)
 
     def _check_alias(self, alias: str, generator: str, shards: str, function: str) -> str:
         connection = connections[alias]
