@@ -401,10 +401,7 @@ class Command(BaseCommand):
         result = resolve_prepared(database, older_than_s=older_than)
         for line in result.lines():
             self.stdout.write(line)
-        self.stdout.write(
-            f"{len(result.committed)} branches committed, {len(result.rolled_back)} rolled "
-            f"back, {len(result.waiting) + len(result.unreachable)} left"
-        )
+        self.stdout.write(result.summary())
 
     # -- migrate-all ---------------------------------------------------------------------
     def do_migrate_all(self, **options: Any) -> None:
