@@ -134,8 +134,14 @@ def test_php_mode_continues_the_counter_php_processes_started(prefix: str) -> No
     seq = RedisSequence(URL, mode="php", prefix=prefix)
     base = php_base(now_ms(), 1, 2)
     key = f"{prefix}{base}"
-    php_ids = [base | int(post(keys=[key])) for _ in range(5)]  # sequences 1..5
-    client.pexpire(key, 60_000)  # the post's 1 ms expiry would race this test
+    # Five PHP calls (sequences 1..5), then a longer expiry, in one transaction: the
+    # post's 1 ms expiry must not pass between them however loaded the machine is.
+    pipe = client.pipeline(transaction=True)
+    for _ in range(5):
+        post(keys=[key], client=pipe)
+    pipe.pexpire(key, 60_000)
+    php_ids = [base | int(value) for value in pipe.execute()[:5]]
+    assert [i - base for i in php_ids] == [1, 2, 3, 4, 5]
     ours = seq.reserve("unused", 0, 3, 4096, base=base, last_ms=now_ms() + 60_000)
     assert list(ours) == [6, 7, 8]
     assert int(post(keys=[key])) == 9  # and PHP goes on after ours
