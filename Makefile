@@ -75,7 +75,7 @@ SQLA := .venv-sqla
 SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py \
 	tests/sqlalchemy/test_database_ids.py tests/core/test_redis_lease.py \
 	tests/core/test_redis_sequence.py tests/core/test_database_lease.py \
-	tests/core/test_lease_recovery.py \
+	tests/core/test_lease_recovery.py tests/core/test_logging.py \
 	tests/core/test_benchmark_smoke.py tests/core/test_postgres_function.py \
 	tests/core/test_mysql_decimal.py tests/sqlalchemy/test_decimal_ids.py \
 	tests/core/test_twophase.py tests/sqlalchemy/test_two_phase.py \

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -46,7 +47,15 @@ class PostgresCluster:
     def crash_and_restart(self) -> None:
         """Stop the server as a crash would (``-m immediate``: no shutdown checkpoint,
         shared memory gone), then start it again with the same settings."""
+        self.stop()
+        self.start()
+
+    def stop(self) -> None:
+        """Stop the server as a crash would: every connection to it fails from now on."""
         self.run("pg_ctl", "-D", str(self.directory), "-m", "immediate", "stop")
+
+    def start(self) -> None:
+        """Start a stopped server again, with the same settings and port."""
         self.run(*self._start)
         _wait_for(self)
 
@@ -114,6 +123,44 @@ def wait_for_replay(primary_url: str, replica_url: str, timeout: float = 30.0) -
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the replica did not replay up to {target}")
             time.sleep(0.02)
+
+
+@contextmanager
+def busy_commit(cluster: PostgresCluster, database: str, gid: str) -> Iterator[None]:
+    """A session committing prepared transaction ``gid`` that cannot finish yet, while
+    the block runs: the server waits for a synchronous standby that does not exist.
+    Another ``COMMIT PREPARED`` of it meanwhile fails with "prepared transaction ... is
+    busy" (what recovery meets when a live coordinator is committing). Sessions of the
+    block that commit must set ``synchronous_commit = local``, or they wait too. At the
+    end the wait is cancelled (the commit is then done locally) and the setting undone.
+    """
+    with psycopg.connect(cluster.url, autocommit=True) as admin:
+        admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+        admin.execute("SELECT pg_reload_conf()")
+        committer = psycopg.connect(cluster.database_url(database), autocommit=True)
+        pid = committer.info.backend_pid
+        thread = threading.Thread(
+            target=committer.execute, args=(f"COMMIT PREPARED '{gid}'",), daemon=True
+        )
+        try:
+            thread.start()
+            deadline = time.monotonic() + 30
+            while True:
+                row = admin.execute(
+                    "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (pid,)
+                ).fetchone()
+                if row and row[0] == "SyncRep":
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the commit did not start waiting for a standby")
+                time.sleep(0.02)
+            yield
+        finally:
+            admin.execute("ALTER SYSTEM RESET synchronous_standby_names")
+            admin.execute("SELECT pg_reload_conf()")
+            admin.execute("SELECT pg_cancel_backend(%s)", (pid,))
+            thread.join(30)
+            committer.close()
 
 
 def _server_user() -> list[str]:

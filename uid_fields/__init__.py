@@ -3,6 +3,7 @@
 # The package version: pyproject.toml reads it from here ([tool.hatch.version]).
 __version__ = "0.1.0"
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ._internal import moved
@@ -59,6 +60,11 @@ from .placement import (
 
 # Old import paths of the modules that moved keep working, with a DeprecationWarning.
 moved.install()
+
+# Each area logs on a logger of its own below this one (docs/logging.md). A library adds
+# no handler but a NullHandler: the application decides what is shown, and where.
+_log = logging.getLogger("uid_fields")
+_log.addHandler(logging.NullHandler())
 
 __all__ = [
     "DECIMAL",

@@ -20,6 +20,7 @@ from uid_fields import (
     SnowflakeLayout,
     WorkerIdsExhaustedError,
 )
+from uid_fields.clock import ManualMonotonicClock
 from uid_fields.sqlalchemy import database_lease, lease_table
 
 SMALL = SnowflakeLayout(epoch_ms=TWITTER.epoch_ms, fields=(("worker", 2),), sequence_bits=12)
@@ -33,33 +34,55 @@ def rows(db: Database, name: str) -> dict[int, tuple[str | None, int]]:
 
 
 def test_claims_the_lowest_free_id_and_releases_it(db: Database) -> None:
-    a, b, c = db.lease(), db.lease(), db.lease()
+    a, b, c = db.lease(margin=0.25), db.lease(margin=0.25), db.lease(margin=0.25)
     gens = [SnowflakeGenerator(TWITTER, datacenter=2, worker=x) for x in (a, b, c)]
     assert [g.node["worker"] for g in gens] == [0, 1, 2]
     assert len(rows(db, "orders")) == 32  # the whole 5-bit range, made on first use
     released_at = int(time.time() * 1000)
     b.release()
     token, expires = rows(db, "orders")[1]
-    # Released, but kept for the clock-skew margin (ttl/4) before anyone may claim it.
-    assert token is None and released_at < expires <= int(time.time() * 1000) + 1250 + 50
-    d = db.lease()
+    # Released, but kept for the clock-skew margin before anyone may claim it.
+    assert token is None and released_at < expires <= int(time.time() * 1000) + 250 + 50
+    d = db.lease(margin=0.25)
     assert SnowflakeGenerator(TWITTER, worker=d).node["worker"] == 3
     ids = gens[0].next_ids(3000) + gens[2].next_ids(3000)
     assert len(set(ids)) == 6000
     for lease in (a, c, d):
         lease.release()
     assert all(token is None for token, _ in rows(db, "orders").values())
-    time.sleep(1.3)
+    time.sleep(0.3)  # the margin, by the database's clock
     assert SnowflakeGenerator(TWITTER, worker=db.lease()).node["worker"] == 0
 
 
 def test_renewal_moves_the_expiry_forward(db: Database) -> None:
-    lease = db.lease("renew", ttl=0.6)
+    """The real-time end-to-end test of database renewals (the others run on a manual
+    clock): the renewal thread, on its own, moves the row's expiry forward."""
+    lease = db.lease("renew", ttl=3)
     SnowflakeGenerator(TWITTER, worker=lease)
     first = rows(db, "renew")[0][1]
-    time.sleep(0.5)
-    assert rows(db, "renew")[0][1] > first
+    deadline = time.monotonic() + 3 * 0.75  # the fencing deadline: renewed before it
+    while rows(db, "renew")[0][1] <= first:
+        assert time.monotonic() < deadline, "not renewed before the deadline"
+        time.sleep(0.02)
     assert lease.losses == 0 and lease.seconds_left is not None and lease.seconds_left > 0
+    lease.release()
+
+
+def test_renewals_on_a_manual_clock_keep_the_row_for_many_ttls(db: Database) -> None:
+    clock = ManualMonotonicClock()
+    lease = db.lease("renew", ttl=5, clock=clock)
+    SnowflakeGenerator(TWITTER, worker=lease)
+    now_ms = int(time.time() * 1000)
+    db.execute(  # as if the last renewal was long ago
+        f"UPDATE {db.table} SET expires_ms = %s WHERE name = %s AND node = 0",
+        (now_ms + 1000, "renew"),
+    )
+    clock.advance(5 / 3)  # one renewal pause
+    assert rows(db, "renew")[0][1] > now_ms + 4000  # renewed: a whole ttl again
+    assert lease.seconds_left == pytest.approx(5 - 1.25)  # counted from the renewal
+    clock.advance(50)  # ten ttls: thirty renewals
+    assert lease.claims == 1 and lease.losses == 0
+    assert lease.seconds_left is not None and lease.seconds_left > 5 - 1.25 - 5 / 3
     lease.release()
 
 
@@ -96,17 +119,16 @@ def test_a_full_range_is_a_clear_error_with_the_count(db: Database) -> None:
 
 
 def test_a_stolen_row_is_detected_fenced_and_replaced(db: Database) -> None:
-    lease = db.lease("steal", ttl=0.6)
+    clock = ManualMonotonicClock()
+    lease = db.lease("steal", ttl=0.6, clock=clock)
     gen = SnowflakeGenerator(TWITTER, worker=lease)
     db.execute(
         f"UPDATE {db.table} SET token = %s WHERE name = %s AND node = 0",
         ("another holder", "steal"),
     )
-    deadline = time.monotonic() + 5
-    # Detected (a loss), then replaced (a second claim, made in the same renewal).
-    while lease.losses == 0 or lease.claims < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    clock.advance(0.2)  # the next renewal finds it taken, and claims a fresh id
+    assert lease.losses == 1 and lease.claims == 2
+    time.sleep(0.002)  # the generator checks its lease at its next millisecond
     assert {TWITTER.decompose(i).worker for i in gen.next_ids(10)} == {1}
     assert rows(db, "steal")[0][0] == "another holder"
     lease.release()

@@ -2,7 +2,9 @@
 
 Redis restarted empty, lease keys gone, lease rows deleted: a live holder keeps its id
 (its renewal re-takes it), and a process that claims meanwhile waits until every
-earlier holder's deadline has passed (a quarantine) or takes another id.
+earlier holder's deadline has passed (a quarantine) or takes another id. The leases run
+on a manual monotonic clock: the quarantine and the renewals happen in the order and at
+the times they would in real time, against the real coordinators, without the waits.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tests import services
 from tests.core.lease_databases import Database
 from tests.redis_servers import key_prefix, redis_server
 from uid_fields import TWITTER, LeaseLostError, RedisLease, SnowflakeGenerator
+from uid_fields.clock import ManualMonotonicClock
 from uid_fields.ids.leases.state import Lease
 
 TTL, MARGIN = 2.0, 0.25  # an outage up to ttl / 2 - margin (0.75 s) goes unnoticed
@@ -55,13 +58,6 @@ def unique(*issuers: Issuer) -> bool:
     return len(ids) == len(set(ids))
 
 
-def wait_for(condition: object, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
-
-
 @pytest.fixture
 def prefix() -> Iterator[str]:
     with key_prefix() as value:
@@ -70,13 +66,17 @@ def prefix() -> Iterator[str]:
 
 def test_a_renewal_that_finds_its_key_gone_keeps_its_id(prefix: str) -> None:
     client = services.redis_client()
-    a = RedisLease(services.REDIS_URL, "vanish", ttl=TTL, margin=MARGIN, prefix=prefix)
-    b = RedisLease(services.REDIS_URL, "vanish", ttl=TTL, margin=MARGIN, prefix=prefix)
+    clock = ManualMonotonicClock()
+    options = {"ttl": TTL, "margin": MARGIN, "prefix": prefix, "clock": clock}
+    a = RedisLease(services.REDIS_URL, "vanish", **options)  # type: ignore[arg-type]
+    b = RedisLease(services.REDIS_URL, "vanish", **options)  # type: ignore[arg-type]
     first, second = Issuer(a), Issuer(b)
     assert (a.value, b.value) == (0, 1)
     client.delete(a.key(0), b.key(1))  # the coordinator forgot both live keys
-    wait_for(lambda: client.exists(a.key(0)) and client.exists(b.key(1)))
-    time.sleep(TTL / 3)
+    clock.advance(TTL / 3)  # one renewal each
+    assert client.exists(a.key(0)) and client.exists(b.key(1))
+    clock.advance(TTL)  # and three more
+    time.sleep(0.05)  # the issuers make ids meanwhile
     for issuer in (first, second):
         issuer.finish()
     # Re-taken by their holders: no loss, no fresh claim, no fenced call.
@@ -89,18 +89,20 @@ def test_a_renewal_that_finds_its_key_gone_keeps_its_id(prefix: str) -> None:
 
 
 def test_a_redis_restarted_empty_gives_no_live_id_away(tmp_path: Path) -> None:
+    clock = ManualMonotonicClock()
     with redis_server(tmp_path) as server:
-        a = RedisLease(server.url, "restart", ttl=TTL, margin=MARGIN)
-        b = RedisLease(server.url, "restart", ttl=TTL, margin=MARGIN)
+        a = RedisLease(server.url, "restart", ttl=TTL, margin=MARGIN, clock=clock)
+        b = RedisLease(server.url, "restart", ttl=TTL, margin=MARGIN, clock=clock)
         issuers = [Issuer(a), Issuer(b)]  # on a new server: each waited out its claim
         assert a.quarantines == 1  # the server had just started
         server.kill()
         server.start()  # empty: both live keys are gone
-        restarted = time.monotonic()
-        late = RedisLease(server.url, "restart", ttl=TTL, margin=MARGIN)
+        restarted = clock.now()
+        late = RedisLease(server.url, "restart", ttl=TTL, margin=MARGIN, clock=clock)
         newcomer = Issuer(late)  # blocks until no earlier holder can still be issuing
-        assert time.monotonic() - restarted >= QUARANTINE - 1.0  # uptime counts whole s
-        time.sleep(TTL / 2)
+        assert clock.now() - restarted >= QUARANTINE - 1.0  # uptime counts whole s
+        clock.advance(TTL / 2)
+        time.sleep(0.05)  # every issuer makes ids
         for issuer in [*issuers, newcomer]:
             issuer.finish()
         assert late.value not in (a.value, b.value)
@@ -120,17 +122,19 @@ def test_a_new_table_needs_no_quarantine(db: Database) -> None:
 
 
 def test_deleted_lease_rows_give_no_live_id_away(db: Database) -> None:
-    a = db.lease("wiped", ttl=TTL, margin=MARGIN)
-    b = db.lease("wiped", ttl=TTL, margin=MARGIN)
+    clock = ManualMonotonicClock()
+    a = db.lease("wiped", ttl=TTL, margin=MARGIN, clock=clock)
+    b = db.lease("wiped", ttl=TTL, margin=MARGIN, clock=clock)
     issuers = [Issuer(a), Issuer(b)]
     assert (a.value, b.value) == (0, 1) and a.quarantines == 0
     db.execute(f"DELETE FROM {db.table}", ())  # a restore, or a careless cleanup
-    wiped = time.monotonic()
-    late = db.lease("wiped", ttl=TTL, margin=MARGIN)
+    wiped = clock.now()
+    late = db.lease("wiped", ttl=TTL, margin=MARGIN, clock=clock)
     newcomer = Issuer(late)  # claims 0 (gone), which its live holder takes back
-    assert time.monotonic() - wiped >= QUARANTINE - 0.1
+    assert clock.now() - wiped >= QUARANTINE - 0.1
     assert late.quarantines >= 1
-    time.sleep(TTL / 2)
+    clock.advance(TTL / 2)
+    time.sleep(0.05)  # every issuer makes ids
     for issuer in [*issuers, newcomer]:
         issuer.finish()
     assert late.value not in (a.value, b.value)

@@ -18,12 +18,14 @@ from uid_fields import (
     TWITTER,
     CoordinatorUnavailableError,
     LeaseLostError,
+    ManualClock,
     RedisLease,
     ShardedIdGenerator,
     SnowflakeGenerator,
     SnowflakeLayout,
     WorkerIdsExhaustedError,
 )
+from uid_fields.clock import ManualMonotonicClock
 from uid_fields.ids.layouts import INSTAGRAM
 
 URL = services.REDIS_URL
@@ -66,14 +68,36 @@ def test_claims_the_lowest_free_id_and_node_shows_it(prefix: str) -> None:
 
 
 def test_the_key_is_renewed_before_it_expires(prefix: str) -> None:
-    lease = RedisLease(URL, "renew", ttl=0.6, prefix=prefix)
+    """The real-time end-to-end test of Redis renewals (the others run on a manual clock):
+    the renewal thread, on its own, extends the key before it could expire."""
+    lease = RedisLease(URL, "renew", ttl=3, prefix=prefix)
     SnowflakeGenerator(TWITTER, worker=lease)
     client = services.redis_client()
-    assert 0 < client.pttl(lease.key(0)) <= 600
-    time.sleep(1.5)  # 2.5 ttls: without renewals the key would be gone
-    assert client.pttl(lease.key(0)) > 0
+    claimed = time.monotonic()
+    assert 0 < client.pttl(lease.key(0)) <= 3000
+
+    def renewed() -> bool:
+        # Unrenewed, the key has ttl - elapsed left; renewed, a whole ttl again.
+        return bool(client.pttl(lease.key(0)) > 3000 - (time.monotonic() - claimed) * 1000 + 300)
+
+    wait_for(renewed, timeout=3 * 0.75)  # before the fencing deadline, or it is lost
     assert lease.claims == 1 and lease.losses == 0
-    assert lease.seconds_left is not None and 0 < lease.seconds_left <= 0.6 - 0.15
+    assert lease.seconds_left is not None and 0 < lease.seconds_left <= 3 - 0.75
+    lease.release()
+
+
+def test_renewals_on_a_manual_clock_keep_the_key_for_many_ttls(prefix: str) -> None:
+    clock = ManualMonotonicClock()
+    lease = RedisLease(URL, "renew", ttl=5, prefix=prefix, clock=clock)
+    SnowflakeGenerator(TWITTER, worker=lease)
+    client = services.redis_client()
+    client.pexpire(lease.key(0), 1000)  # as if the last renewal was long ago
+    clock.advance(5 / 3)  # one renewal pause
+    assert client.pttl(lease.key(0)) > 4000  # renewed: a whole ttl again
+    assert lease.seconds_left == pytest.approx(5 - 1.25)  # counted from the renewal
+    clock.advance(50)  # ten ttls: thirty renewals
+    assert lease.claims == 1 and lease.losses == 0
+    assert lease.seconds_left is not None and lease.seconds_left > 5 - 1.25 - 5 / 3
     lease.release()
 
 
@@ -153,40 +177,47 @@ def test_sharded_generators_share_the_lease_of_their_worker(prefix: str) -> None
 
 
 def test_a_stolen_lease_is_detected_fenced_and_replaced(prefix: str) -> None:
-    lease = RedisLease(URL, "steal", ttl=0.6, prefix=prefix)
+    clock = ManualMonotonicClock()
+    lease = RedisLease(URL, "steal", ttl=0.6, prefix=prefix, clock=clock)
     gen = SnowflakeGenerator(TWITTER, worker=lease)
     assert gen.node["worker"] == 0
     client = services.redis_client()
     client.set(lease.key(0), "another holder", px=60_000)  # rewritten by someone else
-    wait_for(lambda: lease.losses == 1)
+    clock.advance(0.2)  # the next renewal finds it taken, and claims a fresh id
+    assert lease.losses == 1 and lease.claims == 2
     assert client.get(lease.key(0)) == b"another holder"  # ours never deletes theirs
-    time.sleep(0.01)
+    time.sleep(0.002)  # the generator checks its lease at its next millisecond
     after = gen.next_ids(100)
     assert {TWITTER.decompose(i).worker for i in after} == {1}
-    assert gen.node["worker"] == 1 and lease.claims == 2
+    assert gen.node["worker"] == 1
     lease.release()
 
 
 def test_deadline_fences_before_expiry_and_the_lease_resumes(tmp_path: Path) -> None:
+    clock = ManualMonotonicClock()
+    ids_clock = ManualClock()
     with redis_server(tmp_path) as server:
-        lease = RedisLease(server.url, "fence", ttl=0.6, margin=0.15)
-        gen = SnowflakeGenerator(TWITTER, worker=lease)
-        gen.next_id()
+        lease = RedisLease(server.url, "fence", ttl=0.6, margin=0.15, clock=clock)
+        gen = SnowflakeGenerator(TWITTER, worker=lease, clock=ids_clock)
+        issued = [gen.next_id()]
         server.pause()  # the server hangs: renewals time out
-        paused = time.monotonic()
-        issued: list[int] = []
-        with pytest.raises(LeaseLostError, match=r"not renewed for 0\.45 s") as caught:
-            while time.monotonic() - paused < 2:
-                issued.append(gen.next_id())
-        fenced_after = time.monotonic() - paused
-        assert fenced_after < 0.6  # before the key could expire, counted from the pause
+        for _ in range(8):  # 0.4 s: short of the deadline, ttl - margin after the claim
+            clock.advance(0.05)
+            ids_clock.advance_ms(1)
+            issued.append(gen.next_id())
+        clock.advance(0.06)  # past it
+        ids_clock.advance_ms(1)
+        with pytest.raises(LeaseLostError, match="not renewed") as caught:
+            gen.next_id()
         with pytest.raises(LeaseLostError):
             gen.next_ids(10)  # no id while fenced
-        assert "fence" in str(caught.value)
+        assert "fence" in str(caught.value) and lease.losses <= 1
         server.resume()
         # Resumed: the renewal re-took its id (the key expired, nobody took it) or a
         # fresh claim replaced it; either way the generator issues again.
-        wait_for(lambda: (lease.seconds_left or 0) > 0)
+        clock.advance(0.2)
+        assert (lease.seconds_left or 0) > 0
+        ids_clock.advance_ms(1)
         resumed = gen.next_ids(100)
         assert gen.node["worker"] == lease.value
         assert len(set(issued + resumed)) == len(issued) + 100

@@ -140,7 +140,8 @@ def test_php_mode_continues_the_counter_php_processes_started(prefix: str) -> No
     for _ in range(5):
         post(keys=[key], client=pipe)
     pipe.pexpire(key, 60_000)
-    php_ids = [base | int(sequence) for sequence in pipe.execute()[:5]]  # sequences 1..5
+    php_ids = [base | int(value) for value in pipe.execute()[:5]]
+    assert [i - base for i in php_ids] == [1, 2, 3, 4, 5]
     ours = seq.reserve("unused", 0, 3, 4096, base=base, last_ms=now_ms() + 60_000)
     assert list(ours) == [6, 7, 8]
     assert int(post(keys=[key])) == 9  # and PHP goes on after ours

@@ -65,6 +65,9 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 DATABASE_ROUTERS = ["uid_fields.django.ShardRouter"]
+# The admin tests log users in: PBKDF2's million iterations per hash are felt on a
+# loaded machine, and test users need no strong hash.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def _sqlite(name: str) -> dict[str, object]:

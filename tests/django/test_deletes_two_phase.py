@@ -17,7 +17,13 @@ from django.conf import settings
 from django.db import connections
 from django.test.utils import CaptureQueriesContext, override_settings
 
-from tests.django.test_two_phase import ALIASES, cluster_urls, prepared, tpc  # noqa: F401
+from tests.django.test_two_phase import (  # noqa: F401  (fixtures)
+    ALIASES,
+    cluster,
+    cluster_urls,
+    prepared,
+    tpc,
+)
 from tests.django.testapp.models import (
     Comment,
     Label,

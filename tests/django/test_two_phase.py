@@ -9,7 +9,9 @@ once, in the SQLite pass.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+import logging
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
@@ -20,7 +22,7 @@ from django.db import IntegrityError, NotSupportedError, connections, transactio
 from django.db.transaction import TransactionManagementError
 
 from tests.django.testapp.models import Order
-from tests.postgres_servers import postgres_cluster
+from tests.postgres_servers import PostgresCluster, busy_commit, postgres_cluster
 from uid_fields.django import sharded_atomic
 from uid_fields.django.twophase import two_phase_atomic
 from uid_fields.ops import twophase
@@ -36,23 +38,34 @@ class Stop(BaseException):
 
 
 @pytest.fixture(scope="module")
-def cluster_urls() -> Iterator[dict[str, str]]:
-    with postgres_cluster("max_prepared_transactions=20") as cluster:
-        urls = {}
-        for alias in ALIASES:
-            urls[alias] = cluster.create_database(alias)
-            with psycopg.connect(urls[alias], autocommit=True) as conn:
-                conn.execute(
-                    "CREATE TABLE items (id bigint PRIMARY KEY,"
-                    " code int UNIQUE DEFERRABLE INITIALLY DEFERRED)"
-                )
-        yield {**urls, "port": str(cluster.port)}
+def cluster() -> Iterator[PostgresCluster]:
+    with postgres_cluster("max_prepared_transactions=20") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster_urls(cluster: PostgresCluster) -> dict[str, str]:
+    urls = {}
+    for alias in ALIASES:
+        urls[alias] = cluster.create_database(alias)
+        with psycopg.connect(urls[alias], autocommit=True) as conn:
+            conn.execute(
+                "CREATE TABLE items (id bigint PRIMARY KEY,"
+                " code int UNIQUE DEFERRABLE INITIALLY DEFERRED)"
+            )
+    return {**urls, "port": str(cluster.port)}
 
 
 @pytest.fixture
 def tpc(cluster_urls: dict[str, str], django_db_blocker: Any) -> Iterator[None]:
-    """The two aliases in ``DATABASES``, emptied; removed afterwards."""
-    base = {"ENGINE": "django.db.backends.postgresql", "HOST": "127.0.0.1", "USER": "postgres"}
+    """The two aliases in ``DATABASES``, emptied; removed afterwards. Their commits do
+    not wait for a synchronous standby (``busy_commit`` makes the server want one)."""
+    base = {
+        "ENGINE": "django.db.backends.postgresql",
+        "HOST": "127.0.0.1",
+        "USER": "postgres",
+        "OPTIONS": {"options": "-c synchronous_commit=local"},
+    }
     extra = {a: {**base, "NAME": a, "PORT": cluster_urls["port"]} for a in ALIASES}
     configured = connections.configure_settings({"default": {**base, "NAME": "x"}, **extra})
     for alias in ALIASES:
@@ -175,3 +188,102 @@ def test_two_phase_needs_postgresql() -> None:
     with pytest.raises(NotSupportedError, match="two-phase commit needs PostgreSQL"):
         Order.objects.bulk_create([Order(note=str(i)) for i in range(20)], two_phase=True)
     assert Order.objects.on_all_shards().count() == 0
+
+
+# -- after the decision ----------------------------------------------------------------
+def allow_connections(cluster: PostgresCluster, alias: str, allowed: bool) -> None:
+    """Let connections to ``alias`` in, or refuse them (the database is unreachable)."""
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute(f"ALTER DATABASE {alias} ALLOW_CONNECTIONS {str(allowed).lower()}")
+
+
+def unreachable_at_the_decision(cluster: PostgresCluster, alias: str) -> Callable[[str], None]:
+    def hook(stage: str) -> None:
+        if stage == "decided":
+            allow_connections(cluster, alias, False)
+
+    return hook
+
+
+class BackOnFirstFailure(logging.Handler):
+    """Lets connections to the database in again when the first attempt has failed."""
+
+    def __init__(self, cluster: PostgresCluster, alias: str) -> None:
+        super().__init__()
+        self.cluster, self.alias, self.done = cluster, alias, False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.done and "attempt 1 of" in record.getMessage():
+            self.done = True
+            allow_connections(self.cluster, self.alias, True)
+
+
+def test_a_commit_that_fails_after_the_decision_is_retried_before_returning(
+    tpc: None, cluster: PostgresCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="uid_fields.twophase")
+    handler = BackOnFirstFailure(cluster, "tpc_1")
+    logging.getLogger("uid_fields.twophase").addHandler(handler)
+    try:
+        with two_phase_atomic(*ALIASES, on_stage=unreachable_at_the_decision(cluster, "tpc_1")):
+            insert("tpc_0", 1)
+            insert("tpc_1", 2)
+    finally:
+        logging.getLogger("uid_fields.twophase").removeHandler(handler)
+        allow_connections(cluster, "tpc_1", True)
+    assert handler.done  # the first attempt failed ...
+    assert [rows(a) for a in ALIASES] == [[1], [2]]  # ... and a retry committed it
+    assert prepared() == []
+    levels = {r.levelname for r in caplog.records}
+    assert "ERROR" not in levels and "WARNING" in levels
+
+
+def test_a_shard_unreachable_after_the_decision_returns_and_says_how_to_finish(
+    tpc: None, cluster: PostgresCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Committed-or-will-be-committed: no exception once the commit is decided; an ERROR
+    naming the branch left prepared and the command that finishes it."""
+    caplog.set_level(logging.INFO, logger="uid_fields.twophase")
+    started = time.monotonic()
+    try:
+        with sharded_atomic(*ALIASES, two_phase=True):
+            insert("tpc_0", 1)
+            insert("tpc_1", 2)
+            # New connections to tpc_1 fail from now on: its prepare goes through the
+            # block's open connection, its COMMIT PREPARED needs a new one.
+            allow_connections(cluster, "tpc_1", False)
+        took = time.monotonic() - started
+        left = prepared()
+    finally:
+        allow_connections(cluster, "tpc_1", True)
+    assert took < 5  # a few attempts within ~2 s, not a hang
+    (gid,) = left
+    assert gid.endswith(":1")  # tpc_1's branch
+    (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert gid in error and "still prepared on tpc_1" in error and "resolve-prepared" in error
+    assert rows("tpc_0") == [1]
+    out = io.StringIO()
+    call_command("uid_fields", "resolve-prepared", *database_args(), stdout=out)
+    assert f"committed: {gid} on tpc_1" in out.getvalue()
+    assert [rows(a) for a in ALIASES] == [[1], [2]]
+
+
+def test_resolve_prepared_skips_a_busy_branch_and_reports_it(
+    tpc: None, cluster: PostgresCluster
+) -> None:
+    def die(reached: str) -> None:
+        if reached == "decided":
+            raise Stop
+
+    with pytest.raises(Stop), two_phase_atomic(*ALIASES, on_stage=die):
+        insert("tpc_0", 1)
+        insert("tpc_1", 1)
+    (busy,) = [gid for gid in prepared() if gid.endswith(":1")]
+    out = io.StringIO()
+    with busy_commit(cluster, "tpc_1", busy):  # a live coordinator is committing it
+        call_command("uid_fields", "resolve-prepared", *database_args(), stdout=out)
+    text = out.getvalue()
+    assert f"left (busy: another session is finishing it): {busy} on tpc_1" in text
+    assert "1 branches committed, 0 rolled back, 1 left (1 busy)" in text
+    assert [rows(a) for a in ALIASES] == [[1], [1]]
+    assert prepared() == []

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError
 
-from tests.postgres_servers import PostgresCluster, postgres_cluster
+from tests.postgres_servers import PostgresCluster, busy_commit, postgres_cluster
 from uid_fields.ops import twophase
 from uid_fields.sqlalchemy import bulk_insert, resolve_prepared, sharded_session
 
@@ -142,3 +142,38 @@ def test_two_phase_needs_postgresql_and_engines(
         sharded_session(sqlite_shards, two_phase=True)
     with sharded_session(engines) as session, pytest.raises(ArgumentError, match="engine"):
         bulk_insert(session, Order, [{"customer": "x"}], two_phase=True)
+
+
+def test_resolve_prepared_skips_a_busy_branch_and_reports_it(
+    cluster: PostgresCluster, engines: dict[str, Engine]
+) -> None:
+    def die(stage: str) -> None:
+        if stage == "decided":
+            raise Stop
+
+    with sharded_session(engines, two_phase=True) as session:
+        session.on_two_phase_stage = die
+        session.add_all([Order(customer=f"c{i}") for i in range(40)])
+        with pytest.raises(Stop):
+            session.commit()
+    with engines[SHARDS[0]].connect() as connection:
+        found = connection.execute(text("SELECT gid, database FROM pg_prepared_xacts"))
+        where = {gid: database for gid, database in found}
+    gids = sorted(where)
+    busy = gids[-1]
+    local = {
+        name: create_engine(
+            cluster.database_url(name).replace("postgresql:", "postgresql+psycopg:"),
+            connect_args={"options": "-c synchronous_commit=local"},
+        )
+        for name in SHARDS
+    }
+    try:
+        with busy_commit(cluster, where[busy], busy):  # a live coordinator commits it
+            result = resolve_prepared(local, older_than_s=0)
+    finally:
+        for engine in local.values():
+            engine.dispose()
+    assert [b.gid for b in result.busy] == [busy]
+    assert sorted(b.gid for b in result.committed) == gids[:-1]
+    assert sum(counts(engines).values()) == 40 and prepared(engines) == []

@@ -142,15 +142,25 @@ def lease_loss_worker(
     target: str,
     name: str,
     table: str,
-    start_at: float,
-    stop_at: float,
+    group: str,
+    signals: str,
     out: str,
-    cap: int,
+    count: int,
+    stagger: float,
 ) -> dict[str, Any]:
-    """One process of the lease-loss runs: start at ``start_at`` (wall clock), make ids in
-    batches until ``stop_at`` or ``cap`` ids, count every error the application would see,
-    and write the ids to ``out`` (int64, native order)."""
-    time.sleep(max(0.0, start_at - time.time()))
+    """One process of the lease-loss runs, by count, not by time.
+
+    ``group="before"``: claim at once and make ids (paced) across the fault until the
+    coordinator is back (the file ``<signals>/restored``), then ``count`` more.
+    ``group="during"``: wait for the fault (``<signals>/faulted``) and ``stagger`` seconds,
+    claim (retrying while the coordinator is down, as an application's start would),
+    then make ``count`` ids. ``<out>.running`` appears after the first batch; every error
+    the application would see is counted; the ids go to ``out`` (int64, native order)."""
+    faulted, restored = os.path.join(signals, "faulted"), os.path.join(signals, "restored")
+    if group == "during":
+        while not os.path.exists(faulted):
+            time.sleep(0.01)
+        time.sleep(stagger)
     unavailable = lost = 0
     while True:  # an application retrying its start while the coordinator is down
         try:
@@ -164,16 +174,22 @@ def lease_loss_worker(
             unavailable += 1
             time.sleep(0.1)
     ids = array("q")
+    goal = count if group == "during" else None
     began = time.monotonic()
-    while time.time() < stop_at and len(ids) < cap:
+    while goal is None or len(ids) < goal:
+        if goal is None and os.path.exists(restored):
+            goal = len(ids) + count
         if len(ids) > LOSS_RATE * (time.monotonic() - began):
-            time.sleep(0.001)  # paced: ids keep coming until the end, across the fault
+            time.sleep(0.001)  # paced: ids keep coming across the fault
             continue
         try:
-            ids.extend(gen.next_ids(1000))
+            ids.extend(gen.next_ids(min(1000, (goal or len(ids) + 1000) - len(ids))))
         except LeaseLostError:
             lost += 1
             time.sleep(0.01)
+            continue
+        if len(ids) <= 1000:
+            open(out + ".running", "w").close()
     with open(out, "wb") as file:
         ids.tofile(file)
     result = {
@@ -188,7 +204,7 @@ def lease_loss_worker(
 
 
 LOSS_TTL, LOSS_MARGIN = 3.0, 0.6
-LOSS_RATE = 180_000  # ids per second and process
+LOSS_RATE = 50_000  # ids per second and process, at most
 
 
 def php_fleet_worker(

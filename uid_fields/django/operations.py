@@ -17,7 +17,7 @@ from ..config import layout_of, static_node
 from ..ids.generators import ShardedIdGenerator
 from ..ids.layouts import DecimalLayout, SnowflakeLayout
 from ..placement import stamped_logical_shard
-from ..sql import DecimalIdFunction, NextIdFunction
+from ..sql import DecimalIdFunction, NextIdFunction, installs
 from ..sql.postgres import DEFAULT_MAX_AHEAD_MS
 from .conf import conf, get_generator, get_shard_map
 
@@ -78,14 +78,26 @@ class _InstallFunction(Operation):
         assert self.shards is not None
         return get_shard_map(self.shards, self.generator).databases
 
-    def statements(self, alias: str, forwards: bool) -> list[str]:
+    def id_function(self, alias: str) -> installs.IdFunction:
         raise NotImplementedError
 
     def _run(self, schema_editor: Any, forwards: bool) -> None:
         if not self._applies(schema_editor):
             return
-        for statement in self.statements(schema_editor.connection.alias, forwards):
+        connection = schema_editor.connection
+        function = self.id_function(connection.alias)
+        applied = not schema_editor.collect_sql  # not only printed (sqlmigrate)
+        existed = None
+        if applied and forwards:
+            with connection.cursor() as cursor:
+                existed = installs.was_installed(cursor, function)
+        statements = function.create_statements() if forwards else function.drop_statements()
+        for statement in statements:
             schema_editor.execute(statement, params=None)
+        if applied and forwards:
+            installs.installed(function, f"database {connection.alias!r}", existed=existed)
+        elif applied:
+            installs.dropped(function, f"database {connection.alias!r}")
 
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
@@ -120,10 +132,9 @@ class InstallNextId(_InstallFunction):
         assert self.shards is not None
         return get_shard_map(self.shards, self.generator).migrated_databases
 
-    def statements(self, alias: str, forwards: bool) -> list[str]:
+    def id_function(self, alias: str) -> installs.IdFunction:
         assert self.shards is not None
-        function = next_id_function(self.generator, self.shards, alias, self.function)
-        return function.create_statements() if forwards else function.drop_statements()
+        return next_id_function(self.generator, self.shards, alias, self.function)
 
 
 class InstallDecimalId(_InstallFunction):
@@ -134,9 +145,8 @@ class InstallDecimalId(_InstallFunction):
     vendor = "mysql"
     default_function = "uid_decimal_id"
 
-    def statements(self, alias: str, forwards: bool) -> list[str]:
-        function = decimal_id_function(self.generator, self.shards, alias, self.function)
-        return function.create_statements() if forwards else function.drop_statements()
+    def id_function(self, alias: str) -> installs.IdFunction:
+        return decimal_id_function(self.generator, self.shards, alias, self.function)
 
 
 def decimal_id_function(

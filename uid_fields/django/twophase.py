@@ -53,6 +53,12 @@ class _SideConnections:
             connection = self._open[alias] = connections.create_connection(alias)
         return connection.cursor()
 
+    def discard(self, alias: str) -> None:
+        """Drop ``alias``'s connection (it failed): the next cursor connects afresh."""
+        connection = self._open.pop(alias, None)
+        if connection is not None:
+            connection.close()
+
     def close(self) -> None:
         for connection in self._open.values():
             connection.close()
@@ -76,7 +82,7 @@ def two_phase_atomic(
             for alias in names:
                 stack.enter_context(transaction.atomic(using=alias))
             yield
-            coordinator.commit(lambda alias: connections[alias].cursor(), side.cursor)
+            coordinator.commit(lambda alias: connections[alias].cursor(), side.cursor, side.discard)
     finally:
         side.close()
 

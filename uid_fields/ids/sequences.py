@@ -15,12 +15,18 @@ the same server and worker values share each millisecond's counter instead of bo
 starting it. What it does not copy from the original: sequence 4096 is never used, the
 counter's expiry is never shortened, and a counter that may have expired (its
 millisecond is already over by the Redis server's clock) is never started again.
+
+Logged on ``uid_fields.sequences`` (docs/logging.md): every call that cannot reach Redis
+(WARNING, then ``CoordinatorUnavailableError``), and units refused because this
+process's clock is behind the Redis server's (WARNING, at most once a minute).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._internal import redis as _redis
@@ -31,6 +37,12 @@ if TYPE_CHECKING:
     import redis
 
 __all__ = ["RedisSequence", "SequenceMode", "SequenceSource"]
+
+log = logging.getLogger("uid_fields.sequences")
+
+#: Refused units are logged at most this often (seconds) per sequence: a clock behind
+#: Redis's refuses one unit after another until it catches up.
+_LATE_LOG_EVERY_S = 60.0
 
 #: ``"uid_fields"``: this library's keys (``uid_fields:seq:<node>:<unit>``, first
 #: sequence 0); ``"php"``: the PHP+Redis original's keys and counters.
@@ -143,10 +155,12 @@ class RedisSequence:
         self._client = _redis.redis_client(url, timeout)
         self._source = _RESERVE_PHP if mode == "php" else _RESERVE
         self._script: Any = self._client.register_script(self._source)
+        self._late_logged_at: float | None = None
+        self._late_count = 0
         try:
             self._client.ping()
         except _redis.connection_errors() as exc:
-            raise _redis.unavailable(url, exc, "the shared sequence", self._fallback()) from exc
+            raise self._unavailable(exc) from exc
 
     @staticmethod
     def _fallback() -> str:
@@ -154,6 +168,30 @@ class RedisSequence:
             "or drop sequence= to use the in-process sequence with a node id of its own "
             "per process (worker=RedisLease(...), DatabaseLease(...) or an int per process)"
         )
+
+    def _unavailable(self, exc: BaseException) -> Exception:
+        """The error to raise when Redis cannot be reached, logged (WARNING) first."""
+        error = _redis.unavailable(self.url, exc, "the shared sequence", self._fallback())
+        log.warning("%s: no ids: %s", self, error)
+        return error
+
+    def _refused_late(self, late_ms: int) -> None:
+        """Log (WARNING, at most once a minute) that units are refused: this process's
+        clock is behind Redis's, so the generator falls back to later units."""
+        self._late_count += 1
+        now = time.monotonic()
+        if self._late_logged_at is not None and now - self._late_logged_at < _LATE_LOG_EVERY_S:
+            return
+        log.warning(
+            "%s: this process's clock is %d ms behind the Redis server (within "
+            "max_lag_ms=%d): %d unit(s) refused since the last report, the generator waits "
+            "for later ones; run NTP on both",
+            self,
+            late_ms,
+            self.max_lag_ms,
+            self._late_count,
+        )
+        self._late_logged_at, self._late_count = now, 0
 
     def _client_for_pid(self) -> redis.Redis:
         if os.getpid() != self._pid:  # a forked child: never share the parent's sockets
@@ -179,13 +217,18 @@ class RedisSequence:
         try:
             after = int(self._script(keys=[key], args=[count, self.key_ttl_ms, last_ms]))
         except _redis.connection_errors() as exc:
-            raise _redis.unavailable(
-                self.url, exc, "the shared sequence", self._fallback()
-            ) from exc
+            raise self._unavailable(exc) from exc
         self.round_trips += 1
         if self.mode == "php":
             if after < 0:  # the unit is over by the server's clock and its counter is gone
                 if -after > self.max_lag_ms:
+                    log.warning(
+                        "%s: this process's clock is %d ms behind the Redis server, more "
+                        "than max_lag_ms=%d: no ids (ClockMovedBackwardsError)",
+                        self,
+                        -after,
+                        self.max_lag_ms,
+                    )
                     raise ClockMovedBackwardsError(
                         -after,
                         self.max_lag_ms,
@@ -194,6 +237,7 @@ class RedisSequence:
                         "mode='php' needs the clocks of the fleet and of Redis to agree "
                         "(run NTP on both)",
                     )
+                self._refused_late(-after)
                 return range(0)
             after += 1  # PHP's first sequence is 1: counter value v is sequence v
         first = after - count  # sequence numbers first .. after-1 are ours

@@ -23,23 +23,28 @@ table as a ``RowStore`` (read a batch of rows ordered by primary key, write a ba
 
 Rows of the range are selected in SQL where the route is arithmetic on the id
 (``uid_fields.predicates``), else checked in Python a batch at a time.
+
+Progress and reports live in ``move_reports``; each pass is logged on ``uid_fields.moves``
+(docs/logging.md).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..ids.layouts import IntLayout
 from ..placement import Placement
 from ..placement.predicates import logical_range_sql
+from .move_reports import CleanupReport, MoveReport, Progress, Ticker, VerifyReport
 
 __all__ = [
     "CleanupReport",
@@ -51,6 +56,8 @@ __all__ = [
     "ShardMove",
     "VerifyReport",
 ]
+
+log = logging.getLogger("uid_fields.moves")
 
 Row = tuple[Any, ...]
 _Sums = dict[int, list[int]]
@@ -104,109 +111,6 @@ class MovedTable:
     #: The layout of the primary keys when they carry their time (the catch-up starts
     #: at the first key of a time); None for keys without time (walked whole).
     key_layout: IntLayout | None = None
-
-
-@dataclass
-class Progress:
-    """Where a pass over one table stands (``str()`` draws a bar)."""
-
-    table: str
-    phase: str
-    done: int
-    total: int | None
-    elapsed_s: float
-
-    @property
-    def rate(self) -> float:
-        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    @property
-    def eta_s(self) -> float | None:
-        if self.total is None or not self.rate:
-            return None
-        return max(self.total - self.done, 0) / self.rate
-
-    def __str__(self) -> str:
-        width = 24
-        if self.total:
-            filled = min(width, width * self.done // self.total)
-            bar = "#" * filled + "." * (width - filled)
-            of = f"{self.done}/{self.total}"
-        else:
-            bar, of = "~" * width, str(self.done)
-        eta = "" if self.eta_s is None else f", ETA {self.eta_s:.0f} s"
-        return f"{self.phase:<8} {self.table:<24} [{bar}] {of} rows, {self.rate:,.0f} rows/s{eta}"
-
-
-@dataclass
-class MoveReport:
-    """What a copy or catch-up pass changed on the target for one table."""
-
-    table: str
-    phase: str
-    read: int = 0
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-    #: Rows the target refused for now (a parent written after its table was walked):
-    #: the next pass, or the repair of ``verify()``, copies them.
-    skipped: int = 0
-
-    def __str__(self) -> str:
-        skipped = f", {self.skipped} left for the next pass" if self.skipped else ""
-        return (
-            f"{self.phase:<8} {self.table}: {self.read} rows read, {self.inserted} inserted, "
-            f"{self.updated} updated, {self.deleted} deleted on the target{skipped}"
-        )
-
-
-@dataclass
-class VerifyReport:
-    """Row counts and checksums per logical shard, compared on both sides."""
-
-    table: str
-    source_rows: int = 0
-    target_rows: int = 0
-    logical_shards: int = 0
-    differing: list[int] = field(default_factory=list)
-    #: Source rows the target lacks.
-    missing: int = 0
-    #: Checked after the switch: only that the target holds every source row.
-    deployed: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return not self.differing
-
-    def __str__(self) -> str:
-        if self.ok:
-            state = "every row on the target" if self.deployed else "counts and checksums match"
-        elif self.deployed:
-            state = f"{self.missing} rows MISSING on the target, logical shards "
-            state += str(self.differing[:10])
-        else:
-            state = f"DIFFER in logical shards {self.differing[:10]}"
-        return (
-            f"verify   {self.table}: {self.source_rows} rows on the source, "
-            f"{self.target_rows} on the target, {self.logical_shards} logical shards: {state}"
-        )
-
-
-@dataclass
-class CleanupReport:
-    """Rows of the moved range deleted from the source, and rows kept there."""
-
-    table: str
-    deleted: int = 0
-    kept: int = 0
-    samples: list[Any] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        kept = ""
-        if self.kept:
-            shown = ", ".join(str(s) for s in self.samples)
-            kept = f"; {self.kept} kept: not on the target (e.g. {shown}); copy again first"
-        return f"cleanup  {self.table}: {self.deleted} rows deleted from the source{kept}"
 
 
 class MoveState:
@@ -425,8 +329,8 @@ class ShardMove:
             return False
         return True
 
-    def _ticker(self, table: MovedTable, phase: str, total: int | None = None) -> _Ticker:
-        return _Ticker(self.on_progress, table.store.label, phase, total)
+    def _ticker(self, table: MovedTable, phase: str, total: int | None = None) -> Ticker:
+        return Ticker(self.on_progress, table.store.label, phase, total)
 
     # -- copy and catch up ---------------------------------------------------------------
     def _sync(
@@ -475,12 +379,18 @@ class ShardMove:
                 self.state.save()
             ticker.tick(walked)
         ticker.end()
+        log.info("%s", report)
         return report
 
     def copy(self) -> list[MoveReport]:
         """Copy the range (resuming a stopped copy), then catch up with rows written
         since the copy began. Safe to run again at any time: it only catches up."""
         reports = []
+        log.info(
+            "%r: copy and catch-up (%s)",
+            self,
+            "resuming" if self.state.started_ms is not None else "from the start",
+        )
         if self.state.started_ms is None:
             self.state.started_ms = self.clock_ms()
             self.state.save()
@@ -557,6 +467,7 @@ class ShardMove:
                 if report.ok or not repair or attempt == rounds - 1:
                     break
                 self._sync(table, "repair", None, only=set(report.differing))
+            log.log(logging.INFO if report.ok else logging.WARNING, "%s", report)
             reports.append(report)
         return reports
 
@@ -587,33 +498,6 @@ class ShardMove:
                 report.deleted += len(doomed)
                 ticker.tick(walked)
             ticker.end()
+            log.log(logging.WARNING if report.kept else logging.INFO, "%s", report)
             reports.append(report)
         return reports
-
-
-class _Ticker:
-    """Reports a pass's progress about twice a second, and once at its end."""
-
-    def __init__(
-        self,
-        on_progress: Callable[[Progress], None] | None,
-        label: str,
-        phase: str,
-        total: int | None,
-    ) -> None:
-        self.on_progress, self.label, self.phase, self.total = on_progress, label, phase, total
-        self.started = self.shown = time.monotonic()
-        self.done, self.shown_done = 0, -1
-
-    def tick(self, count: int, *, final: bool = False) -> None:
-        self.done += count
-        now = time.monotonic()
-        if self.on_progress is None or self.done == self.shown_done:
-            return
-        if final or now - self.shown >= 0.5 or self.shown_done < 0:
-            self.shown, self.shown_done = now, self.done
-            progress = Progress(self.label, self.phase, self.done, self.total, now - self.started)
-            self.on_progress(progress)
-
-    def end(self) -> None:
-        self.tick(0, final=True)

@@ -17,11 +17,15 @@ this module only runs the calls:
 - Every call is waited for before the first error (in shard order) is raised, so no query
   is left running behind an exception; a call made from a pool thread runs its calls one
   after another instead of waiting on the pool it occupies.
+
+A call that fails is logged on ``uid_fields.fanout`` (WARNING, naming its shard) before
+the error goes up: a fan-out's exception names one shard, the log each one that failed.
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -45,6 +49,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+log = logging.getLogger("uid_fields.fanout")
 
 #: Threads per shard shared by every fan-out of the process (each holds its connections):
 #: at most this many concurrent fan-out queries per shard per process.
@@ -158,13 +164,16 @@ def run_per_shard(
     They run at the same time when ``parallel``, there is more than one, the pools have
     workers and this is not already a pool thread; call ``i`` on the pool of
     ``names[i]`` (one shared pool without names). ``timeout`` bounds the wait:
-    ``FanOutTimeoutError`` names the shards whose calls had not finished.
+    ``FanOutTimeoutError`` names the shards whose calls had not finished. A call that
+    fails is logged on ``uid_fields.fanout`` with its name.
     """
+    shown = list(names) if names is not None else [f"#{i}" for i in range(len(calls))]
+    if len(shown) != len(calls):
+        raise ValueError(f"{len(calls)} calls need {len(calls)} names, got {len(shown)}")
+    calls = [_logged(call, name) for call, name in zip(calls, shown, strict=True)]
     if not parallel or len(calls) < 2 or _workers == 0 or in_worker():
         return [call() for call in calls]
-    keys = list(names) if names is not None else [""] * len(calls)
-    if len(keys) != len(calls):
-        raise ValueError(f"{len(calls)} calls but {len(keys)} names")
+    keys = list(names) if names is not None else [""] * len(calls)  # "": one shared pool
     tasks = [_Task(call) for call in calls]
     # Each call runs in a copy of the caller's context: what the request set (its
     # read-your-writes pins, a pinned shard) holds in the workers too.
@@ -188,6 +197,17 @@ def run_per_shard(
             shards=sorted(set(late)),
         )
     return [future.result() for future in futures]  # type: ignore[misc]
+
+
+def _logged(call: Callable[[], T], name: str) -> Callable[[], T]:
+    def run() -> T:
+        try:
+            return call()
+        except Exception as exc:
+            log.warning("fan-out: the query on %s failed (%s: %s)", name, type(exc).__name__, exc)
+            raise
+
+    return run
 
 
 def shutdown() -> None:

@@ -18,11 +18,16 @@ It owns:
 - ids for a batch, one generator call per logical shard;
 - the write check: a row goes only to the database its id names, unless a block says
   ``allow_off_shard_writes()``; and the logical shard a database-side function stamps.
+
+Logged on ``uid_fields.placement`` (docs/logging.md): the first new row of a key whose
+database is closed (INFO, once per closed database): from then on its keys' new rows go
+to the open databases.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +58,8 @@ __all__ = [
 ]
 
 KeyHash = Literal["mixed", "modulo"]
+
+log = logging.getLogger("uid_fields.placement")
 
 # Ids tried before deciding a generator's ids cannot avoid the closed databases.
 _OPEN_ATTEMPTS = 1000
@@ -133,6 +140,7 @@ class Placement:
         )
         self._keyless = itertools.count(random.randrange(1 << 16))
         self._keyless_lock = threading.Lock()
+        self._steered_off: set[str] = set()  # closed databases whose keys were steered
 
     # -- reading ids ---------------------------------------------------------------------
     @property
@@ -193,9 +201,19 @@ class Placement:
         shard_map = self.shard_map
         if shard_map is None or not shard_map.closed:
             return logical
-        if shard_map.database(logical) not in shard_map.closed:
+        closed = shard_map.database(logical)
+        if closed not in shard_map.closed:
             return logical
         databases = shard_map.open_databases
+        if closed not in self._steered_off:
+            self._steered_off.add(closed)
+            log.info(
+                "%s: a key of closed database %s: its new rows go to the open databases "
+                "(%s), picked per key; its existing rows stay and are read there too",
+                self.name,
+                closed,
+                ", ".join(databases),
+            )
         return logical_shard_in(shard_map, databases[mix64(number) % len(databases)], number)
 
     def database_for_key(self, key: object) -> str:

@@ -19,7 +19,7 @@ from sqlalchemy.sql.elements import TextClause
 
 from ..ids.layouts import DecimalLayout, SnowflakeLayout
 from ..placement import ByField, ShardMap, stamped_logical_shard
-from ..sql import DecimalIdFunction, NextIdFunction
+from ..sql import DecimalIdFunction, NextIdFunction, installs
 from ..sql.postgres import DEFAULT_MAX_AHEAD_MS, StateCheck
 
 __all__ = ["DatabaseIds", "DecimalIds"]
@@ -88,13 +88,18 @@ class DatabaseIds:
     def install(self, connection: Connection, shard: int) -> None:
         """Create (or replace) the function in this database; its state survives re-runs."""
         _require_postgres(connection)
-        for statement in self.function(shard).create_statements():
+        function = self.function(shard)
+        existed = _exists(connection, function)
+        for statement in function.create_statements():
             connection.execute(text(statement))  # text(): '%' escaped for the driver
+        installs.installed(function, _where(connection), existed=existed)
 
     def uninstall(self, connection: Connection) -> None:
         _require_postgres(connection)
-        for statement in self.function(0).drop_statements():
+        function = self.function(0)
+        for statement in function.drop_statements():
             connection.execute(text(statement))
+        installs.dropped(function, _where(connection))
 
     def shard_map(self, databases: Iterable[str]) -> ShardMap:
         """The even spread of this layout's logical shards over ``databases`` (in order):
@@ -144,13 +149,18 @@ class DecimalIds:
 
     def install(self, connection: Connection, server: int) -> None:
         _require_mysql(connection)
-        for statement in self.function(server).create_statements():
+        function = self.function(server)
+        existed = _exists(connection, function)
+        for statement in function.create_statements():
             connection.exec_driver_sql(statement)
+        installs.installed(function, _where(connection), existed=existed)
 
     def uninstall(self, connection: Connection) -> None:
         _require_mysql(connection)
-        for statement in self.function(0).drop_statements():
+        function = self.function(0)
+        for statement in function.drop_statements():
             connection.exec_driver_sql(statement)
+        installs.dropped(function, _where(connection))
 
     def attach(self, target: Table | MetaData, server_of: ShardOf) -> None:
         """Install the function before ``target`` is created, drop it after it is dropped."""
@@ -184,6 +194,16 @@ def _attach(
 
     event.listen(target, "before_create", before_create)
     event.listen(target, "after_drop", after_drop)
+
+
+def _exists(connection: Connection, function: installs.IdFunction) -> bool:
+    sql, params = installs.exists_query(function)
+    return bool(connection.exec_driver_sql(sql, params).scalar())
+
+
+def _where(connection: Connection) -> str:
+    """The database a connection is on, as log lines name it (no password)."""
+    return connection.engine.url.render_as_string(hide_password=True)
 
 
 def _require_mysql(connection: Connection) -> None:

@@ -276,12 +276,16 @@ def fan_out(
             [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
         )
     else:
-        results = [
-            session.execute(
-                plan.per_shard, params, execution_options=options, bind_arguments={"shard_id": s}
+
+        def through_session(shard: str) -> Callable[[], Result[Any]]:
+            bind = {"shard_id": shard}
+            return lambda: session.execute(
+                plan.per_shard, params, execution_options=options, bind_arguments=bind
             )
-            for s in shards
-        ]
+
+        results = parallel.run_per_shard(
+            [through_session(shard) for shard in shards], parallel=False, names=shards
+        )
     dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
 
     def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:

@@ -65,6 +65,13 @@ class _SideConnections:
             self._open[name] = connection
         return _Cursor(connection)
 
+    def discard(self, name: str) -> None:
+        """Drop ``name``'s connection (it failed): the next cursor connects afresh."""
+        connection = self._open.pop(name, None)
+        if connection is not None:
+            connection.invalidate()
+            connection.close()
+
     def close(self) -> None:
         for connection in self._open.values():
             connection.close()
@@ -86,7 +93,7 @@ def commit_two_phase(
     side = _SideConnections(engines)
     try:
         twophase.ensure_table(side.cursor(coordinator.decision))
-        coordinator.commit(lambda name: _Cursor(connections[name]), side.cursor)
+        coordinator.commit(lambda name: _Cursor(connections[name]), side.cursor, side.discard)
     finally:
         side.close()
 

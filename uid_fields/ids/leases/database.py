@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 from ..._internal import redis as _redis
 from ..._internal.extras import missing
+from ...clock import MonotonicClock
 from ...errors import CoordinatorUnavailableError
 from .state import FALLBACKS, QUARANTINED, Claimed, Lease
 
@@ -366,6 +367,16 @@ class _DatabaseBackend:
     def renew(self, name: str, value: int, stored: str, ttl_ms: int) -> bool:
         t = self.table
 
+        def still_ours(cursor: Any, p: str, now: str) -> bool:
+            # MySQL counts the rows an UPDATE *changed*: a renewal in the same millisecond
+            # as the last one changes nothing and reports 0 rows, yet the id is ours.
+            cursor.execute(
+                f"SELECT 1 FROM {t} WHERE name = {p} AND node = {p} AND token = {p} "
+                f"AND expires_ms > {now}",
+                (name, value, stored),
+            )
+            return cursor.fetchone() is not None
+
         def work(cursor: Any, p: str, now: str) -> bool:
             if stored.startswith(QUARANTINED):  # only while still ours and unexpired
                 cursor.execute(
@@ -373,7 +384,7 @@ class _DatabaseBackend:
                     f"AND node = {p} AND token = {p} AND expires_ms > {now}",
                     (ttl_ms, name, value, stored),
                 )
-                return bool(cursor.rowcount == 1)
+                return cursor.rowcount == 1 or still_ours(cursor, p, now)
             # An active holder keeps its id: ours (even if expired), a quarantined claim
             # (taken back), free, or gone (the rows were deleted).
             cursor.execute(
@@ -382,7 +393,7 @@ class _DatabaseBackend:
                 f" OR (token IS NULL AND expires_ms < {now}))",
                 (stored, ttl_ms, name, value, stored, QUARANTINED),
             )
-            if cursor.rowcount == 1:
+            if cursor.rowcount == 1 or still_ours(cursor, p, now):
                 return True
             cursor.execute(
                 _INSERT_IGNORE[self.dialect or ""].format(
@@ -442,7 +453,8 @@ class DatabaseLease(Lease):
     token. Expiry is judged by the database's clock, so every host agrees on it.
 
     ``where`` names the database in messages; ``after_fork`` runs in a forked child
-    before its first claim (to drop a connection pool inherited from the parent).
+    before its first claim (to drop a connection pool inherited from the parent);
+    ``clock`` is the monotonic clock of its deadlines and pauses (a manual one in tests).
     """
 
     def __init__(
@@ -456,6 +468,7 @@ class DatabaseLease(Lease):
         dialect: str | None = None,
         where: str | None = None,
         after_fork: Callable[[], None] | None = None,
+        clock: MonotonicClock | None = None,
     ) -> None:
         if isinstance(connect, str):
             where = where or f"database {_redis.redact(connect)}"
@@ -474,7 +487,7 @@ class DatabaseLease(Lease):
             raise ValueError(f"dialect must be one of {sorted(_NOW_MS)}, got {dialect!r}")
         self._backend = _DatabaseBackend(factory, dialect, table, where, after_fork)
         self.where = where
-        super().__init__(self._backend, name, ttl, margin)
+        super().__init__(self._backend, name, ttl, margin, clock)
 
     def create_table(self) -> None:
         """Create the lease table if it does not exist (where no migration does)."""

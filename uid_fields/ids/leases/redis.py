@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._internal import redis as _redis
+from ...clock import MonotonicClock
 from ...errors import CoordinatorUnavailableError
 from .state import FALLBACKS, QUARANTINED, Claimed, Lease
 
@@ -124,8 +125,9 @@ class RedisLease(Lease):
     Claims the lowest free id of the field (keys ``<prefix><name>:<id>``, ``SET NX PX``),
     renews it every ``ttl / 3`` with a compare-and-expire script, and fences the
     generator ``margin`` seconds before the key could expire. A forked child claims an
-    id of its own. Redis must not lose keys while they are live (a single primary; with
-    replication, a failover can forget a just-claimed key).
+    id of its own. ``clock``: the monotonic clock of its deadlines and pauses (a
+    ``ManualMonotonicClock`` in tests). Redis must not lose keys while they are live (a
+    single primary; with replication, a failover can forget a just-claimed key).
     """
 
     def __init__(
@@ -136,11 +138,12 @@ class RedisLease(Lease):
         *,
         margin: float | None = None,
         prefix: str = "uid_fields:lease:",
+        clock: MonotonicClock | None = None,
     ) -> None:
         timeout = min(5.0, max(0.05, float(ttl) / 3))
         self.url = url
         self._backend = _RedisBackend(url, prefix, timeout)
-        super().__init__(self._backend, name, ttl, margin)
+        super().__init__(self._backend, name, ttl, margin, clock)
 
     def key(self, value: int) -> str:
         """The Redis key of id ``value``."""

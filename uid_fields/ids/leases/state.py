@@ -30,16 +30,23 @@ atomic operations and what to do in a forked child. Forks are noticed lazily, by
 at the next use: the renewer thread and the sockets of the parent do not exist in the
 child. The only thing done at fork time is to hold the lease's I/O lock across it, so no
 renewal is half done (a socket mid-reply, an open SQLite transaction) in the copy.
+
+Time here is a ``MonotonicClock`` (``clock=``): deadlines, renewal pauses and quarantine
+waits all read it, so tests run them on a manual clock against the real coordinators.
+
+Every event an operator acts on is logged on ``uid_fields.leases`` (see docs/logging.md):
+a claim (INFO, with the id), a quarantine (WARNING, with the wait), a renewal that failed
+(WARNING, each time, with the time left), a lost id (ERROR), a release (INFO).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import socket
 import threading
-import time
 import uuid
 import weakref
 from dataclasses import dataclass
@@ -47,6 +54,7 @@ from typing import NamedTuple, Protocol
 
 from ..._internal import forks
 from ..._internal.validate import shown
+from ...clock import MonotonicClock
 from ...errors import CoordinatorUnavailableError, LeaseLostError, WorkerIdsExhaustedError
 
 __all__ = [
@@ -59,8 +67,18 @@ __all__ = [
     "check_ttl",
 ]
 
+log = logging.getLogger("uid_fields.leases")
+
 #: The prefix of a stored token whose claim is still quarantined (see the module doc).
 QUARANTINED = "q:"
+
+_SYSTEM_CLOCK = MonotonicClock()
+
+_QUARANTINE_WHY = (
+    "the coordinator lost its lease records less than ttl + margin ago (restarted empty, "
+    "failed over, or its lease rows deleted), so an earlier holder may still be using "
+    "this id until its deadline"
+)
 
 FALLBACKS = (
     "or give the field a fixed value per process instead: an int (worker=3), an "
@@ -124,9 +142,9 @@ class Held:
     value: int
     token: str
     stored: str
-    #: Fencing deadline on ``time.monotonic()``.
+    #: Fencing deadline on the lease's monotonic clock.
     deadline: float
-    #: ``time.monotonic()`` from which the id may be used: 0.0 once active.
+    #: The clock reading from which the id may be used: 0.0 once active.
     usable_at: float = 0.0
 
     @property
@@ -138,8 +156,16 @@ class LeaseState:
     """Everything a lease holds, apart from the public object: the renewer thread and
     the finalizer refer to this, so the lease itself can be garbage collected."""
 
-    def __init__(self, backend: LeaseBackend, name: str, ttl: float, margin: float) -> None:
+    def __init__(
+        self,
+        backend: LeaseBackend,
+        name: str,
+        ttl: float,
+        margin: float,
+        clock: MonotonicClock = _SYSTEM_CLOCK,
+    ) -> None:
         self.backend = backend
+        self.clock = clock
         self.name = name
         self.ttl = ttl
         self.margin = margin
@@ -211,18 +237,25 @@ class LeaseState:
         try:
             while True:
                 held = self.held
-                if held is not None and held.active and time.monotonic() < held.deadline:
+                if held is not None and held.active and self.clock.now() < held.deadline:
                     return held.value
                 with self.io_lock:
                     held = self.held
-                    if held is None or time.monotonic() >= held.deadline:
+                    if held is None or self.clock.now() >= held.deadline:
                         if held is not None:
                             self.drop_locked("it was not renewed before its deadline")
                         held = self.claim_locked(field, maximum)
+                        if not held.active:
+                            log.warning(
+                                "%s: the first id waits %.2f s: %s",
+                                self.describe(held.value),
+                                held.usable_at - self.clock.now(),
+                                _QUARANTINE_WHY,
+                            )
                     # The renewer keeps a quarantined claim alive while this waits.
                     self.start_thread()
                 if not held.active:
-                    time.sleep(max(0.0, held.usable_at - time.monotonic()))
+                    self.clock.sleep(max(0.0, held.usable_at - self.clock.now()))
                     with self.io_lock:
                         unanswered = (
                             self.held is held
@@ -250,7 +283,7 @@ class LeaseState:
         held = self.held
         if held is None:
             raise LeaseLostError(self.lost_message(field))
-        now = time.monotonic()
+        now = self.clock.now()
         if now >= held.deadline:
             self.lost_reason = (
                 f"it was not renewed for {self.ttl - self.margin:g} s (ttl {self.ttl:g} s "
@@ -266,6 +299,11 @@ class LeaseState:
             raise LeaseLostError(self.lost_message(field))
         return held.value
 
+    def describe(self, value: int | None) -> str:
+        """How log lines name this lease: ``lease 'orders' on Redis … (worker 3)``."""
+        held = "" if value is None else f" ({self.field or 'node'} {value})"
+        return f"lease {self.name!r} on {self.backend.where}{held}"
+
     def lost_message(self, field: str) -> str:
         error = f"; last error: {self.last_error}" if self.last_error is not None else ""
         return (
@@ -277,7 +315,7 @@ class LeaseState:
     # -- claiming and renewing (io_lock held) ----------------------------------------------
     def claim_locked(self, field: str, maximum: int) -> Held:
         token = f"{uuid.uuid4().hex} {socket.gethostname()} pid={os.getpid()}"
-        started = time.monotonic()
+        started = self.clock.now()
         try:
             claimed = self.backend.claim(self.name, token, maximum, self.ttl_ms, self.quarantine_ms)
         except Exception as exc:
@@ -295,7 +333,7 @@ class LeaseState:
         usable_at = 0.0
         if claimed.wait_ms > 0:
             # Counted from the reply, which came after the coordinator's clock reading.
-            usable_at = time.monotonic() + claimed.wait_ms / 1000
+            usable_at = self.clock.now() + claimed.wait_ms / 1000
             self.quarantines += 1
         held = Held(
             claimed.value, token, claimed.stored, started + self.ttl - self.margin, usable_at
@@ -304,29 +342,56 @@ class LeaseState:
         self.claims += 1
         self.last_error = None
         self.lost_reason = ""
+        quarantine = f", held unused for {claimed.wait_ms / 1000:.2f} s" if usable_at else ""
+        log.info(
+            "%s: claimed (claim %d of this process%s)",
+            self.describe(claimed.value),
+            self.claims,
+            quarantine,
+        )
         return held
 
     def activate_locked(self, held: Held) -> bool:
         """End ``held``'s quarantine, or drop it if an earlier holder took it back."""
-        started = time.monotonic()
+        started = self.clock.now()
         try:
             ok = self.backend.activate(self.name, held.value, held.stored, held.token, self.ttl_ms)
         except Exception as exc:
             self.last_error = exc  # try again at the next tick
+            log.warning(
+                "%s: could not end the quarantine (%s: %s); retrying",
+                self.describe(held.value),
+                type(exc).__name__,
+                exc,
+            )
             return False
         if not ok:
             self.drop_locked(
-                "an earlier holder took it back while this claim waited", release=False
+                "an earlier holder took it back while this claim waited",
+                release=False,
+                level=logging.WARNING,
             )
             return False
         self.held = Held(held.value, held.token, held.token, started + self.ttl - self.margin)
         self.last_error = None
+        log.info("%s: in use after its quarantine", self.describe(held.value))
         return True
 
-    def drop_locked(self, reason: str, *, release: bool = True) -> None:
+    def drop_locked(self, reason: str, *, release: bool = True, level: int = logging.ERROR) -> None:
+        """Give up the id held: ids stop until a fresh claim (an ERROR: the lease is lost,
+        unless ``level`` says otherwise)."""
         held, self.held = self.held, None
         self.losses += 1
         self.lost_reason = reason
+        if held is not None:
+            error = self.last_error
+            log.log(
+                level,
+                "%s: lost: %s%s; ids stop until a fresh id is claimed",
+                self.describe(held.value),
+                reason,
+                "" if error is None else f" (last error: {type(error).__name__}: {error})",
+            )
         if held is not None and release:
             try:
                 self.backend.release(self.name, held.value, held.stored, self.hold_ms)
@@ -340,7 +405,7 @@ class LeaseState:
         with self.io_lock:
             held = self.held
             if held is not None:
-                now = time.monotonic()
+                now = self.clock.now()
                 if now >= held.deadline:
                     self.drop_locked("it was not renewed before its deadline")
                 elif not held.active and now >= held.usable_at:
@@ -349,13 +414,20 @@ class LeaseState:
                     if self.held is not None:
                         return False  # the activation failed on I/O: retry soon
                 else:
-                    started = time.monotonic()
+                    started = self.clock.now()
                     try:
                         renewed = self.backend.renew(
                             self.name, held.value, held.stored, self.ttl_ms
                         )
                     except Exception as exc:
                         self.last_error = exc  # still valid until the deadline
+                        log.warning(
+                            "%s: renewal failed (%s: %s); %.2f s left before its ids stop",
+                            self.describe(held.value),
+                            type(exc).__name__,
+                            exc,
+                            max(0.0, held.deadline - self.clock.now()),
+                        )
                         return False
                     if renewed:
                         self.held = Held(
@@ -374,10 +446,24 @@ class LeaseState:
             if self.closed or self.field is None or self.maximum is None:
                 return False
             try:
-                self.claim_locked(self.field, self.maximum)
+                held = self.claim_locked(self.field, self.maximum)
             except Exception as exc:
                 self.last_error = exc
+                log.warning(
+                    "%s: cannot claim an id (%s: %s); ids stay stopped, retrying in %g s",
+                    self.describe(None),
+                    type(exc).__name__,
+                    exc,
+                    self.interval / 2,
+                )
                 return False
+            if not held.active:  # a re-claim: the generator stays fenced meanwhile
+                log.warning(
+                    "%s: ids stay stopped for another %.2f s: %s",
+                    self.describe(held.value),
+                    held.usable_at - self.clock.now(),
+                    _QUARANTINE_WHY,
+                )
             return True
 
     def run(self) -> None:
@@ -388,8 +474,8 @@ class LeaseState:
             held = self.held
             if held is not None and not held.active:
                 # Wake when the quarantine ends, to activate the id without delay.
-                pause = min(pause, max(0.0, held.usable_at - time.monotonic()) + 0.001)
-            if stop.wait(pause):
+                pause = min(pause, max(0.0, held.usable_at - self.clock.now()) + 0.001)
+            if self.clock.wait(stop, pause):
                 return
             healthy = self.tick()
 
@@ -411,6 +497,7 @@ class LeaseState:
                 # at exit or in GC a failure is fine: the id expires on its own
                 with contextlib.suppress(Exception):
                     self.backend.release(self.name, held.value, held.stored, self.hold_ms)
+                    log.info("%s: released", self.describe(held.value))
 
 
 def check_ttl(name: object, ttl: object, margin: object = None) -> tuple[float, float]:
@@ -450,12 +537,19 @@ class Lease:
 
     per_process = True
 
-    def __init__(self, backend: LeaseBackend, name: str, ttl: float, margin: float | None) -> None:
+    def __init__(
+        self,
+        backend: LeaseBackend,
+        name: str,
+        ttl: float,
+        margin: float | None,
+        clock: MonotonicClock | None = None,
+    ) -> None:
         ttl, margin = check_ttl(name, ttl, margin)
         self.name = name
         self.ttl = ttl
         self.margin = margin
-        self._state = LeaseState(backend, name, ttl, margin)
+        self._state = LeaseState(backend, name, ttl, margin, clock or _SYSTEM_CLOCK)
         # Releases the id when the lease is garbage collected, and at interpreter exit.
         self._finalizer = weakref.finalize(self, self._state.close)
 
@@ -482,7 +576,7 @@ class Lease:
     def seconds_left(self) -> float | None:
         """Seconds until the fencing deadline, or None when no id is held."""
         held = self._state.held
-        return None if held is None else held.deadline - time.monotonic()
+        return None if held is None else held.deadline - self._state.clock.now()
 
     @property
     def claims(self) -> int:

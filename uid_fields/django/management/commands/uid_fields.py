@@ -13,6 +13,7 @@ from django.core import serializers
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from ....sql import installs
 from ...audit import audit
 from ...conf import conf, get_generator
 from ...fields import UidField
@@ -259,10 +260,12 @@ class Command(BaseCommand):
         return "state reset to now"
 
     def _install(self, alias: str, generator: str, shards: str, function: str) -> None:
-        statements = next_id_function(generator, shards, alias, function).create_statements()
+        made = next_id_function(generator, shards, alias, function)
         with connections[alias].cursor() as cursor:
-            for statement in statements:
+            existed = installs.was_installed(cursor, made)
+            for statement in made.create_statements():
                 cursor.execute(statement)
+        installs.installed(made, f"database {alias!r}", existed=existed)
 
     def _check_alias(self, alias: str, generator: str, shards: str, function: str) -> str:
         connection = connections[alias]
@@ -406,10 +409,7 @@ class Command(BaseCommand):
         result = resolve_prepared(database, older_than_s=older_than)
         for line in result.lines():
             self.stdout.write(line)
-        self.stdout.write(
-            f"{len(result.committed)} branches committed, {len(result.rolled_back)} rolled "
-            f"back, {len(result.waiting) + len(result.unreachable)} left"
-        )
+        self.stdout.write(result.summary())
 
     # -- migrate-all ---------------------------------------------------------------------
     def do_migrate_all(self, check: bool = False, **options: Any) -> None:

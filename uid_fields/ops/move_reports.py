@@ -1,0 +1,160 @@
+"""What a shard move reports: its progress during a pass, and what each pass did.
+
+``ShardMove`` (``uid_fields.ops.moves``) hands a ``Progress`` to its ``on_progress``
+callback about twice a second, and returns a report per table and pass. Both are also
+logged on ``uid_fields.moves`` (docs/logging.md): each pass's report when it ends (INFO;
+WARNING for a verify that found differences and a cleanup that kept rows), and the
+progress of a long pass every ``LOG_EVERY_S`` seconds (INFO).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CleanupReport", "MoveReport", "Progress", "Ticker", "VerifyReport"]
+
+log = logging.getLogger("uid_fields.moves")
+
+#: A pass that runs longer than this logs its progress this often (seconds).
+LOG_EVERY_S = 10.0
+
+
+@dataclass
+class Progress:
+    """Where a pass over one table stands (``str()`` draws a bar)."""
+
+    table: str
+    phase: str
+    done: int
+    total: int | None
+    elapsed_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    @property
+    def eta_s(self) -> float | None:
+        if self.total is None or not self.rate:
+            return None
+        return max(self.total - self.done, 0) / self.rate
+
+    def __str__(self) -> str:
+        width = 24
+        if self.total:
+            filled = min(width, width * self.done // self.total)
+            bar = "#" * filled + "." * (width - filled)
+            of = f"{self.done}/{self.total}"
+        else:
+            bar, of = "~" * width, str(self.done)
+        eta = "" if self.eta_s is None else f", ETA {self.eta_s:.0f} s"
+        return f"{self.phase:<8} {self.table:<24} [{bar}] {of} rows, {self.rate:,.0f} rows/s{eta}"
+
+
+@dataclass
+class MoveReport:
+    """What a copy or catch-up pass changed on the target for one table."""
+
+    table: str
+    phase: str
+    read: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    #: Rows the target refused for now (a parent written after its table was walked):
+    #: the next pass, or the repair of ``verify()``, copies them.
+    skipped: int = 0
+
+    def __str__(self) -> str:
+        skipped = f", {self.skipped} left for the next pass" if self.skipped else ""
+        return (
+            f"{self.phase:<8} {self.table}: {self.read} rows read, {self.inserted} inserted, "
+            f"{self.updated} updated, {self.deleted} deleted on the target{skipped}"
+        )
+
+
+@dataclass
+class VerifyReport:
+    """Row counts and checksums per logical shard, compared on both sides."""
+
+    table: str
+    source_rows: int = 0
+    target_rows: int = 0
+    logical_shards: int = 0
+    differing: list[int] = field(default_factory=list)
+    #: Source rows the target lacks.
+    missing: int = 0
+    #: Checked after the switch: only that the target holds every source row.
+    deployed: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.differing
+
+    def __str__(self) -> str:
+        if self.ok:
+            state = "every row on the target" if self.deployed else "counts and checksums match"
+        elif self.deployed:
+            state = f"{self.missing} rows MISSING on the target, logical shards "
+            state += str(self.differing[:10])
+        else:
+            state = f"DIFFER in logical shards {self.differing[:10]}"
+        return (
+            f"verify   {self.table}: {self.source_rows} rows on the source, "
+            f"{self.target_rows} on the target, {self.logical_shards} logical shards: {state}"
+        )
+
+
+@dataclass
+class CleanupReport:
+    """Rows of the moved range deleted from the source, and rows kept there."""
+
+    table: str
+    deleted: int = 0
+    kept: int = 0
+    samples: list[Any] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        kept = ""
+        if self.kept:
+            shown = ", ".join(str(s) for s in self.samples)
+            kept = f"; {self.kept} kept: not on the target (e.g. {shown}); copy again first"
+        return f"cleanup  {self.table}: {self.deleted} rows deleted from the source{kept}"
+
+
+class Ticker:
+    """Reports a pass's progress about twice a second, and once at its end; logs it
+    every ``LOG_EVERY_S`` seconds."""
+
+    def __init__(
+        self,
+        on_progress: Callable[[Progress], None] | None,
+        label: str,
+        phase: str,
+        total: int | None,
+    ) -> None:
+        self.on_progress, self.label, self.phase, self.total = on_progress, label, phase, total
+        self.started = self.shown = self.logged = time.monotonic()
+        self.done, self.shown_done = 0, -1
+
+    def tick(self, count: int, *, final: bool = False) -> None:
+        self.done += count
+        now = time.monotonic()
+        if not final and now - self.logged >= LOG_EVERY_S:
+            self.logged = now
+            log.info(
+                "%s", Progress(self.label, self.phase, self.done, self.total, now - self.started)
+            )
+        if self.on_progress is None or self.done == self.shown_done:
+            return
+        if final or now - self.shown >= 0.5 or self.shown_done < 0:
+            self.shown, self.shown_done = now, self.done
+            progress = Progress(self.label, self.phase, self.done, self.total, now - self.started)
+            self.on_progress(progress)
+
+    def end(self) -> None:
+        self.tick(0, final=True)
