@@ -15,6 +15,7 @@ from .errors import (
     ForkedGeneratorError,
     LayoutExhaustedError,
     LeaseLostError,
+    PublicIdError,
     ShardKeyError,
     ShardRoutingError,
     TwoPhaseCommitError,
@@ -40,6 +41,7 @@ from .ids.layouts import (
 from .ids.leases import DatabaseLease, RedisLease
 from .ids.locality import LocalityUUIDGenerator
 from .ids.nodes import FromEnv
+from .ids.public import PublicIds
 from .ids.sequences import RedisSequence
 from .ids.uniqid import UniqIdGenerator
 from .placement import (
@@ -84,6 +86,8 @@ __all__ = [
     "LeaseLostError",
     "LocalityUUIDGenerator",
     "ManualClock",
+    "PublicIdError",
+    "PublicIds",
     "RedisLease",
     "RedisSequence",
     "Route",

@@ -13,6 +13,7 @@ __all__ = [
     "LayoutExhaustedError",
     "LeaseLostError",
     "MissingExtraError",
+    "PublicIdError",
     "ShardKeyError",
     "ShardRoutingError",
     "TwoPhaseCommitError",
@@ -115,6 +116,15 @@ class UnmergeableQueryError(UidFieldsError, NotImplementedError):
     """A fanned-out query whose per-shard answers cannot be merged into the one answer a
     single database would give (GROUP BY, DISTINCT, an ordering the merge cannot repeat);
     nothing was returned."""
+
+
+class PublicIdError(UidFieldsError, ValueError):
+    """A public id token that is not one of this codec: another model's prefix, a key
+    version no longer (or not yet) configured, a truncated, tampered or malformed token.
+
+    A ``ValueError``, so URL converters answer 404 and forms and serializers report it as
+    a field error. The message says which rule failed, never a secret.
+    """
 
 
 class MissingExtraError(UidFieldsError, ModuleNotFoundError):
