@@ -22,9 +22,11 @@ from django.utils.translation import gettext_lazy as _
 
 from ..ids.generators import DecimalGenerator
 from ..ids.layouts import IntLayout, coerce_id
+from ..ids.public import PublicIds
 from ..placement import Placement, ShardMap, id_for_new_object
 from . import conf
 from .functions import NextId
+from .public_ids import add_public_id, codec_for
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -92,6 +94,8 @@ class UidField(models.Field):  # type: ignore[type-arg]
         self.shard_key = shard_key
         self.database_default = bool(kwargs.pop("database_default", False))
         self.db_function = kwargs.pop("function", "uid_next_id")
+        # Tokens for the public (``obj.public_id``); no database attribute, no migration.
+        self.public_prefix: str | None = kwargs.pop("public_prefix", None)
         if self.database_default and _DatabaseDefault is not None:
             kwargs["db_default"] = NextId(self.db_function)  # (E009 explains it on 4.2)
         else:
@@ -139,6 +143,11 @@ class UidField(models.Field):  # type: ignore[type-arg]
                 name=f"{self.model.__name__}.{self.name}",
             )
         return cached
+
+    @property
+    def public_ids(self) -> PublicIds:
+        """The codec of this field's public tokens (``public_prefix``); see public_ids."""
+        return codec_for(self)
 
     def parent_field(self) -> UidField | None:
         """The sharded id field of the row this field's shard key points at, if any."""
@@ -259,6 +268,7 @@ class UidField(models.Field):  # type: ignore[type-arg]
         parts_name = f"{name}_parts"
         if parts_name not in cls.__dict__:
             setattr(cls, parts_name, _PartsDescriptor(self))
+        add_public_id(self, cls, name)
         if self.shard_key and not cls._meta.abstract:
             post_init.connect(
                 _fill_after_init,

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from rest_framework import serializers, viewsets
 
-from uid_fields.django.rest import IdTimeFilter, UidModelSerializer, UidSerializerMixin
+from uid_fields.django.rest import (
+    IdTimeFilter,
+    PublicIdLookupMixin,
+    UidModelSerializer,
+    UidSerializerMixin,
+)
 
 from .models import Customer, Order, PageView, Purchase
 
@@ -60,3 +65,37 @@ class PlainPurchaseSerializer(serializers.ModelSerializer):  # type: ignore[type
     class Meta:
         model = Purchase
         fields = ["id", "customer", "total"]
+
+
+class PublicOrderSerializer(UidModelSerializer):
+    """Orders by their public token: ``id`` is ``ord_...``, never the stored id."""
+
+    class Meta:
+        model = Order
+        fields = ["id", "note"]
+        public_ids = True
+
+
+class PublicPurchaseSerializer(UidModelSerializer):
+    """The purchase's own token and its customer's (``cus_...``), read and written."""
+
+    class Meta:
+        model = Purchase
+        fields = ["id", "customer", "total"]
+        public_ids = True
+
+
+class PublicOrderViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    """``/api/public-orders/<token>/``: the token is decoded to the id, one shard is read."""
+
+    serializer_class = PublicOrderSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Order.objects.on_all_shards()
+
+
+class PublicPurchaseViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    serializer_class = PublicPurchaseSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Purchase.objects.on_all_shards()
