@@ -34,7 +34,11 @@ class Purchase(models.Model):
     """Co-located with its customer: the shard key is a foreign key to a sharded model."""
 
     id = ShardedBigIntField(
-        primary_key=True, generator="photos", shards="main", shard_key="customer", public_prefix="pur"
+        primary_key=True,
+        generator="photos",
+        shards="main",
+        shard_key="customer",
+        public_prefix="pur",
     )
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="purchases")
     total = models.IntegerField(default=0)
