@@ -32,6 +32,7 @@ from uid_fields import (
     SnowflakeGenerator,
     UidConfig,
 )
+from uid_fields.config import validate
 from uid_fields.errors import UidFieldsError
 from uid_fields.ids import public
 
@@ -446,8 +447,6 @@ def test_uid_config_without_keys_says_what_to_set() -> None:
 def test_settings_validation_reports_bad_public_id_keys(
     settings: dict[str, Any], code: str, path: str
 ) -> None:
-    from uid_fields.config import validate
-
     problems = validate(settings)
     assert [(p.code, p.path) for p in problems] == [(code, path)]
     assert KEY_1 not in str(problems)
@@ -456,8 +455,6 @@ def test_settings_validation_reports_bad_public_id_keys(
 
 
 def test_a_short_secret_is_not_echoed_in_the_problem() -> None:
-    from uid_fields.config import validate
-
     (problem,) = validate({"PUBLIC_IDS": {"KEYS": {1: "hunter2"}}})
     assert "hunter2" not in str(problem)
     assert "at least 16 bytes" in str(problem)

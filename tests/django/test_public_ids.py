@@ -9,10 +9,12 @@ from __future__ import annotations
 import copy
 import json
 import re
+import time
 import uuid
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
@@ -20,17 +22,18 @@ from django.db import models
 from django.test import Client
 from django.test.utils import isolate_apps, override_settings
 from django.urls import reverse
+from rest_framework.exceptions import ValidationError
 from rest_framework.test import APIClient
 
 from uid_fields import ConfigurationError, PublicIdError, PublicIds
 from uid_fields.django import LocalityUUIDField, ShardedManager, SnowflakeField, UniqIdField
 from uid_fields.django.checks import check_settings, public_id_errors
 from uid_fields.django.converters import PublicIdConverter
-from uid_fields.django.rest import PublicIdField, PublicIdRelatedField
+from uid_fields.django.rest import PublicIdField, PublicIdRelatedField, UidModelSerializer
 
 from .helpers import capture_all
 from .testapp.api import PublicOrderSerializer, PublicPurchaseSerializer
-from .testapp.models import Customer, Order, PageView, Purchase
+from .testapp.models import Customer, Order, PageView, Purchase, Snap
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -67,8 +70,6 @@ def test_locality_uuid_models_get_uuid_tokens() -> None:
 
 
 def test_a_model_without_a_prefix_has_no_public_id() -> None:
-    from .testapp.models import Snap
-
     assert not hasattr(Snap(), "public_id")
 
 
@@ -223,8 +224,6 @@ def test_serializer_fields_are_the_public_id_fields() -> None:
 
 
 def test_read_only_keys_and_a_list_of_public_fields() -> None:
-    from uid_fields.django.rest import UidModelSerializer
-
     class ReadOnly(UidModelSerializer):
         class Meta:
             model = Purchase
@@ -252,8 +251,6 @@ def test_the_public_id_field_validates_tokens() -> None:
     order = Order.objects.create()
     assert field.to_internal_value(order.public_id) == order.pk
     assert field.to_representation(order.pk) == order.public_id
-    from rest_framework.exceptions import ValidationError
-
     for bad in (
         order.pk,
         str(order.pk),
@@ -269,8 +266,6 @@ def test_the_public_id_field_validates_tokens() -> None:
 def test_a_page_of_100_tokens_costs_under_a_millisecond_to_render() -> None:
     # A benchmark in make bench measures it; this only keeps the order of magnitude
     # honest (10 ms for 100 rows would be a 10x regression).
-    import time
-
     codec = Order._meta.pk.public_ids
     ids = [Order().pk for _ in range(100)]
     best = min(_timed(lambda: [codec.encode(i) for i in ids], time.process_time) for _ in range(20))
@@ -320,14 +315,10 @@ def test_admin_search_by_token_finds_the_row_on_its_shard(admin_client: Client) 
 
 # -- system checks ---------------------------------------------------------------------
 def test_the_test_project_passes_the_public_id_checks() -> None:
-    from django.apps import apps
-
     assert public_id_errors(apps.get_models()) == []
 
 
 def test_missing_keys_are_e031_for_each_model_that_has_a_prefix() -> None:
-    from django.apps import apps
-
     with override_settings(UID_FIELDS=without_keys()):
         errors = public_id_errors(apps.get_models())
     assert {e.id for e in errors} == {"uid_fields.E031"}
