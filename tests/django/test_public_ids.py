@@ -297,7 +297,7 @@ def test_admin_search_by_token_finds_the_row_on_its_shard(admin_client: Client) 
     with capture_all() as log:
         page = admin_client.get(url, {"q": target.public_id}).content.decode()
     assert f">{target.pk}<" in page
-    assert re.search(r"\b1\s+result\b", page)
+    assert page.count('name="_selected_action"') == 1  # one row listed
     others = [o for o in orders if o.pk != target.pk]
     assert not any(f">{o.pk}<" in page for o in others)
     assert target._state.db in log.aliases("SELECT")

@@ -2,7 +2,7 @@
 showing what it carries (time, node, shard, volume), and read back without a lookup.
 
 ``PublicIds("ord", {1: secret_v1, 2: secret_v2})`` turns a 64-bit id or a 128-bit UUID
-into a token such as ``ord_4k0ztq8s1v6e9hxm2c7r2`` and back. The server decodes the
+into a token such as ``ord_n5b2m573c0n39b24kv8j1`` and back. The server decodes the
 token to the stored id, so a request still routes to the one shard the id names.
 
 The construction (cited in ``docs/security.md``):
