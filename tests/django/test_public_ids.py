@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import time
 import uuid
 from typing import Any
