@@ -10,8 +10,10 @@ from __future__ import annotations
 import itertools
 
 from uid_fields import (
+    DECIMAL,
     INSTAGRAM,
     TWITTER,
+    DecimalGenerator,
     LocalityUUIDGenerator,
     ManualClock,
     PublicIdError,
@@ -97,6 +99,15 @@ def test_instagram_ids_give_the_shard_and_the_per_shard_sequence() -> None:
     first, last = layout.decompose(made[0]), layout.decompose(made[-1])
     assert first.shard == last.shard == 4242  # every row of that key: one shard, linkable
     assert last.sequence - first.sequence == 9  # ids made on that shard in that ms
+
+
+def test_decimal_ids_of_one_millisecond_count_by_their_random_digits() -> None:
+    layout = DECIMAL.replace(epoch_ms=1_704_067_200_000)
+    generator = DecimalGenerator(layout, server=3, clock=ManualClock(START_MS))
+    first, *_, last = generator.next_ids(50)
+    a, b = layout.decompose(first), layout.decompose(last)
+    assert a.timestamp_ms == b.timestamp_ms == START_MS and a.server == b.server == 3
+    assert b.random - a.random == 49
 
 
 def test_uniqids_give_their_microsecond_and_shard() -> None:
