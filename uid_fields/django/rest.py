@@ -5,6 +5,10 @@ weeks of its epoch. Serializers built on ``UidModelSerializer`` (or ``UidSeriali
 over any ``ModelSerializer``) render these ids, and primary keys that point at them, as
 strings. Nothing changes DRF by itself: only ``UID_FIELDS["DRF_STRING_IDS"] = True`` (off by
 default) makes every plain ``ModelSerializer`` of the process do the same, via ``install()``.
+
+Public ids: with ``Meta.public_ids = True`` a ``UidModelSerializer`` shows and reads the
+tokens of fields with a ``public_prefix`` (``PublicIdField``, ``PublicIdRelatedField``)
+instead of the ids, and ``PublicIdLookupMixin`` finds a viewset's object by its token.
 """
 
 from __future__ import annotations
