@@ -16,6 +16,7 @@ from .errors import (
     ForkedGeneratorError,
     LayoutExhaustedError,
     LeaseLostError,
+    PublicIdError,
     ShardKeyError,
     ShardRoutingError,
     TwoPhaseCommitError,
@@ -44,6 +45,7 @@ from .ids.leases import DatabaseLease, RedisLease
 from .ids.locality import LocalityParts, LocalityUUIDGenerator
 from .ids.nodes import FromEnv
 from .ids.parts import IdParts
+from .ids.public import PublicIds
 from .ids.sequences import RedisSequence
 from .ids.uniqid import UniqIdGenerator, UniqIdParts
 from .placement import (
@@ -96,6 +98,8 @@ __all__ = [
     "LocalityParts",
     "LocalityUUIDGenerator",
     "ManualClock",
+    "PublicIdError",
+    "PublicIds",
     "RedisLease",
     "RedisSequence",
     "Route",

@@ -14,6 +14,7 @@ __all__ = [
     "LayoutExhaustedError",
     "LeaseLostError",
     "MissingExtraError",
+    "PublicIdError",
     "ShardKeyError",
     "ShardRoutingError",
     "TwoPhaseCommitError",
@@ -125,6 +126,15 @@ class FanOutTimeoutError(UidFieldsError, TimeoutError):
     def __init__(self, message: str, *, shards: list[str]) -> None:
         self.shards = shards
         super().__init__(message)
+
+
+class PublicIdError(UidFieldsError, ValueError):
+    """A public id token that is not one of this codec: another model's prefix, a key
+    version no longer (or not yet) configured, a truncated, tampered or malformed token.
+
+    A ``ValueError``, so URL converters answer 404 and forms and serializers report it as
+    a field error. The message says which rule failed, never a secret.
+    """
 
 
 class MissingExtraError(UidFieldsError, ModuleNotFoundError):

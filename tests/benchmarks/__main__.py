@@ -25,6 +25,7 @@ GROUPS = ("gen", "memory", "pg", "mysql", "django", "redis")
 
 FULL: dict[str, dict[str, Any]] = {
     "gen": {},
+    "public_ids": {},
     "memory": {"count": 1_000_000},
     "sqla": {"rows": 100_000, "rounds": 3},
     "mysql": {"rows": 100_000, "rounds": 3},
@@ -43,6 +44,7 @@ QUICK: dict[str, dict[str, Any]] = {
         "thread_duration": 0.02,
         "thread_rounds": 1,
     },
+    "public_ids": {"duration": 0.02, "rounds": 1},
     "memory": {"count": 10_000},
     "sqla": {"rows": 1000, "rounds": 1},
     "mysql": {"rows": 1000, "rounds": 1},
@@ -89,11 +91,11 @@ def _reachable(group: str) -> str | None:
 
 
 def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], list[str]]:
-    from . import databases, generation, memory, redis_cost
+    from . import databases, generation, memory, public_ids, redis_cost
 
     params = QUICK if quick else FULL
     plan: dict[str, list[tuple[str, Callable[..., tuple[list[Section], dict[str, Any]]]]]] = {
-        "gen": [("gen", generation.run)],
+        "gen": [("gen", generation.run), ("public_ids", public_ids.run)],
         "memory": [("memory", memory.run)],
         "pg": [
             ("sqla", databases.run_sqla),

@@ -224,6 +224,19 @@ def targets(data: dict[str, Any]) -> Section:
             speedup >= 4,
             CAUSES["fan_out_delayed"],
         )
+    public = data.get("public_ids")
+    if public:
+        worst = max(v for k, v in public.items() if k != "page of 100")
+        add(
+            "Public-id encode or decode < 10 us",
+            f"{worst * 1e6:.2f} us (the slowest of encode/decode, id/UUID)",
+            worst < 10e-6,
+        )
+        add(
+            "a page of 100 public ids < 1 ms",
+            f"{public['page of 100'] * 1e3:.2f} ms",
+            public["page of 100"] < 1e-3,
+        )
     notes = [f"{'; '.join(missed)}: {cause}" for cause, missed in causes.items()]
     return Section("targets", "Targets", ["target", "measured", "status"], rows, notes)
 

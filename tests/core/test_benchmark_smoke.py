@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.benchmarks import generation, memory, report
+from tests.benchmarks import generation, memory, public_ids, report
 from tests.benchmarks.harness import alternate, machine, rate, versions
 
 
@@ -76,3 +76,14 @@ def test_report_from_generation_data(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     assert report.chart(data, tmp_path / "chart.png")
     assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_public_id_benchmark_reports_each_operation_and_the_target() -> None:
+    sections, data = public_ids.run(duration=0.005, rounds=1)
+    timings = data["public_ids"]
+    assert set(timings) == {"encode id", "decode id", "encode UUID", "decode UUID", "page of 100"}
+    assert all(value > 0 for value in timings.values())
+    assert {row[0] for row in sections[0].rows} == set(timings)
+    goals = report.targets(data)
+    (row,) = [row for row in goals.rows if "Public-id" in row[0]]
+    assert row[2] in ("met", "NOT MET") and "us" in row[1]

@@ -37,6 +37,8 @@ CONTRACT = [
     "UnmergeableQueryError",
     "WrongShardError",
     "allow_off_shard_writes",
+    "PublicIds",
+    "PublicIdError",
 ]
 
 

@@ -152,4 +152,6 @@ UID_FIELDS = {
         "php": {"kind": "uniqid", "total_shards": 4},
     },
     "SHARDS": {"main": {"databases": SHARDS, "incoming": [SPARE]}},
+    # Public ids (public_prefix= on Order, Customer, Purchase, PageView): tests only.
+    "PUBLIC_IDS": {"KEYS": {1: "tests-only public id key, version 1"}},
 }

@@ -11,6 +11,7 @@ from uid_fields import (
     INSTAGRAM,
     TWITTER,
     LocalityUUIDGenerator,
+    PublicIds,
     ShardedIdGenerator,
     SnowflakeGenerator,
 )
@@ -25,6 +26,9 @@ order_ids = SnowflakeGenerator(ORDER_LAYOUT, datacenter=1, worker=2)
 tag_ids = SnowflakeGenerator(ORDER_LAYOUT, datacenter=1, worker=3)
 photo_ids = ShardedIdGenerator(PHOTO_LAYOUT)
 event_ids = LocalityUUIDGenerator()
+# Public ids: keys from the constructor (tests only; real keys come from a secret store).
+PUBLIC_KEYS = {1: "sqlalchemy tests public id key 1"}
+ORDER_PUBLIC_IDS = PublicIds("ord", PUBLIC_KEYS)
 
 
 class Base(DeclarativeBase):
@@ -41,7 +45,9 @@ order_tags = Table(
 
 class Order(Base):
     __tablename__ = "orders"
-    id: Mapped[int] = SnowflakeField(generator=order_ids, primary_key=True)
+    id: Mapped[int] = SnowflakeField(
+        generator=order_ids, primary_key=True, public_ids=ORDER_PUBLIC_IDS
+    )
     customer: Mapped[str] = mapped_column(String(50), default="")
     items: Mapped[list[Item]] = relationship(back_populates="order", order_by="Item.line")
     tags: Mapped[list[Tag]] = relationship(secondary=order_tags)
@@ -68,7 +74,10 @@ class Tag(Base):
 class Photo(Base):
     __tablename__ = "photos"
     id: Mapped[int] = ShardedBigIntField(
-        generator=photo_ids, shard_key="owner_id", primary_key=True
+        generator=photo_ids,
+        shard_key="owner_id",
+        primary_key=True,
+        public_ids=PublicIds("pho", PUBLIC_KEYS, kind="int"),
     )
     owner_id: Mapped[int] = mapped_column(BigInteger)
     caption: Mapped[str] = mapped_column(String(50), default="")
@@ -76,5 +85,7 @@ class Photo(Base):
 
 class Event(Base):
     __tablename__ = "events"
-    id: Mapped[uuid.UUID] = LocalityUUIDField(generator=event_ids, primary_key=True)
+    id: Mapped[uuid.UUID] = LocalityUUIDField(
+        generator=event_ids, primary_key=True, public_ids=PublicIds("evt", PUBLIC_KEYS)
+    )
     name: Mapped[str] = mapped_column(String(50), default="")

@@ -17,6 +17,8 @@ stable code, the number of the Django check that reports it:
 * ``E013`` an unknown key (a typo: ``max_backwards_ms``, ``STRICT_ROUTNG``, ``databses``)
 * ``E014`` a value of the wrong type or shape (``"STRICT_ROUTING": "no"``, a list where
   a dict is due, NaN where a finite number is due)
+* ``E030`` public-id keys that cannot be used (a secret under 16 bytes, a version
+  outside 0-31, an empty ``KEYS``)
 
 The database lease is the one thing the core cannot build alone: its connections come
 from the ORM. The adapters inject a factory (``database_lease=``) with the signature

@@ -11,9 +11,11 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, Generic, TypeVar
 
 from ..errors import ConfigurationError
+from ..ids.public import Kind, PublicIds
 from ..placement import ShardMap
 from .build import DatabaseLeaseFactory, Generator, build_generator
 from .problems import Problem, describe
+from .public_ids import build_public_ids
 from .schema import process_problems, validate_all
 from .shard_maps import shard_map_of
 
@@ -91,6 +93,7 @@ class UidConfig:
         self._database_made = frozenset(database_made)
         self._generators: Memo[str, Generator] = Memo()
         self._shard_maps: Memo[tuple[str, str], ShardMap] = Memo()
+        self._public_ids: Memo[tuple[str, Kind | None], PublicIds] = Memo()
 
     def _entry(self, section: str, name: str) -> Mapping[str, Any]:
         entries: Mapping[str, Mapping[str, Any]] = self.settings.get(section, {})
@@ -143,6 +146,14 @@ class UidConfig:
                 ) from exc
 
         return self._shard_maps.build((shards, generator), make)
+
+    def public_ids(self, prefix: str, *, kind: Kind | None = None) -> PublicIds:
+        """The public-id codec of ``prefix`` with the keys of ``PUBLIC_IDS["KEYS"]``
+        (one per prefix and kind, made at first use). A ``ConfigurationError`` saying
+        what to set when no keys are configured, or when the prefix is malformed."""
+        return self._public_ids.build(
+            (prefix, kind), lambda: build_public_ids(self.settings, prefix, kind)
+        )
 
     def __repr__(self) -> str:
         generators = sorted(self.settings.get("GENERATORS", {}))

@@ -26,6 +26,9 @@ E_TYPE = "E014"
 E_PROCESSES = "E016"
 
 
+E_PUBLIC_IDS = "E030"
+
+
 @dataclass(frozen=True)
 class Problem:
     """One mistake in a settings dict: where (a dotted key path), what, and its code."""

@@ -29,6 +29,7 @@ from .problems import (
     key_path,
     type_name,
 )
+from .public_ids import public_ids_problems
 from .shard_maps import shard_map_problems
 
 KINDS = ("snowflake", "sharded", "decimal", "locality", "uniqid")
@@ -47,6 +48,7 @@ TOP_LEVEL: dict[str, type] = {
     "READ_YOUR_WRITES_SECONDS": float,
     "FAN_OUT_TIMEOUT": float,
     "UNPROTECTED_SHARD_WRITES": str,
+    "PUBLIC_IDS": dict,
 }
 
 #: What a write to a shard inside a transaction that holds none there does
@@ -126,6 +128,8 @@ def validate_all(settings: object, *, now_ms: int | None, database_leases: bool)
     shards = report.mapping("SHARDS", settings.get("SHARDS", {}), "SHARDS")
     for name, config in (shards or {}).items():
         report.problems.extend(shard_map_problems(name, config))
+    if "PUBLIC_IDS" in settings:
+        report.problems.extend(public_ids_problems(settings["PUBLIC_IDS"]))
     return report.problems
 
 

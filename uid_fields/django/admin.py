@@ -23,6 +23,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from .._internal.timeutil import describe_ms
+from ..errors import PublicIdError
 from .deletion import ShardedCollector
 from .fields import UidField
 from .routing import colocated, pin_shard, placing_field, sharded_pk
@@ -359,6 +360,18 @@ class ShardedAdminMixin:
             fields.append("id_parts_panel")
         return fields
 
+    # -- public ids ----------------------------------------------------------------------
+    def get_search_results(
+        self, request: HttpRequest, queryset: Any, search_term: str
+    ) -> tuple[Any, bool]:
+        """A search for this model's public token (``ord_...``, any case) finds its row
+        on the shard its id names, whichever shard the list shows; other terms search
+        as the admin does."""
+        value = _public_id_in(self.model, search_term)
+        if value is not None:
+            return queryset.on_all_shards().filter(pk=value), False
+        return super().get_search_results(request, queryset, search_term)  # type: ignore[misc, no-any-return]
+
 
 def _parts(obj: models.Model) -> Any:
     field = _uid_pk(type(obj))
@@ -418,6 +431,21 @@ def _decoded_time(parts: Any) -> datetime | None:
     try:
         return parts.datetime  # type: ignore[no-any-return]
     except (ValueError, OverflowError):
+        return None
+
+
+def _public_id_in(model: type[models.Model], term: str) -> Any:
+    """The id a search term is the public token of (None when it is not one): terms
+    without the model's prefix never reach the codec (nor need its keys)."""
+    field = _uid_pk(model)
+    term = term.strip()
+    if field is None or field.public_prefix is None or " " in term:
+        return None
+    if not term.lower().startswith(field.public_prefix + "_"):
+        return None
+    try:
+        return field.public_ids.decode(term)
+    except PublicIdError:
         return None
 
 

@@ -17,9 +17,11 @@ UID_FIELDS, E014 a value of the wrong type or shape, E015 a many-to-many relatio
 rows that live on shards, E016 a sharded generator whose Python-made ids would collide
 across processes, E017 an on_delete that would have to run across databases, E018 a
 ``function=`` that is not an SQL identifier, E019 a generic relation touching rows on
-shards; W001 a layout exhausted within five years, W002 a unique set the shard
-databases hold once per shard only, W003 a shard database behind ``default`` (only when
-the check is given databases: see ``check_shard_migrations``), W019 Django's own
+shards, E030 public-id keys that cannot be used (a secret under 16 bytes, a version
+outside 0-31), E031 a ``public_prefix`` without keys, E032 a malformed, unsupported or
+shared ``public_prefix``; W001 a layout exhausted within five years, W002 a unique set the
+shard databases hold once per shard only, W003 a shard database behind ``default`` (only
+when the check is given databases: see ``check_shard_migrations``), W019 Django's own
 GenericForeignKey (which cannot point at rows on shards) in a project with rows on shards.
 """
 
@@ -39,11 +41,13 @@ from .. import config as core
 from ..config import Problem
 from ..config.problems import key_names, key_text
 from ..errors import ConfigurationError
+from ..ids.public import prefix_problem
 from ..placement.uniqueness import enforced_by_databases
 from ..sql.postgres import sql_identifier
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
 from .migration_state import applied_on_default, lag, migrated_databases, names
+from .public_ids import kind_of
 from .query import ShardedQuerySet
 from .routing import colocated, parent_link, relation_of, sharded_pk
 from .unique import all_unique_sets, placing_fields
@@ -55,6 +59,7 @@ _HINTS = {
     "E005": "Fix the generator settings (kind, layout, epoch, fields).",
     "E013": "Fix the spelling; the settings reference lists every key.",
     "E014": "Give the value the type the settings reference names.",
+    "E030": "Use secrets of 16 bytes or more (secrets.token_urlsafe(32)), versions 0-31.",
 }
 
 
@@ -606,3 +611,59 @@ def check_shard_migrations(
                 )
             )
     return messages
+
+
+# -- public ids (E031, E032; keys themselves are E030, from the core validator) -------------
+@checks.register(checks.Tags.models)
+def check_public_ids(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    return public_id_errors(apps.get_models())
+
+
+def public_id_errors(models: Any) -> list[checks.CheckMessage]:
+    """Uid fields with a ``public_prefix``: E031 when no keys are configured (their tokens
+    could not be made or read), E032 for a malformed prefix, a prefix on a field whose
+    values have no public form (uniqid text), or a prefix two models share (a token of
+    one would be read as an id of the other)."""
+    raw = _raw()
+    section = raw.get("PUBLIC_IDS") if isinstance(raw, Mapping) else None
+    has_keys = isinstance(section, Mapping) and bool(section.get("KEYS"))
+    errors: list[checks.CheckMessage] = []
+    owners: dict[str, str] = {}
+    for model in models:
+        for field in model._meta.local_fields:
+            prefix = getattr(field, "public_prefix", None)
+            if not isinstance(field, UidField) or prefix is None:
+                continue
+            where = f"{model._meta.label}.{field.name}"
+            problem = prefix_problem(prefix)
+            if problem is None and kind_of(field) is None:
+                problem = "its ids are text, which have no public token (ints and UUIDs do)"
+            if problem is None and prefix in owners:
+                problem = (
+                    f"the prefix {prefix!r} is {owners[prefix]}'s too: a token of one would "
+                    "be read as an id of the other"
+                )
+            if problem is not None:
+                errors.append(
+                    checks.Error(
+                        f"{where}: public_prefix: {problem}",
+                        hint="Give each model a prefix of its own ('ord', 'cus'), "
+                        "lower-case letters and digits.",
+                        obj=field,
+                        id="uid_fields.E032",
+                    )
+                )
+                continue
+            owners[prefix] = model.__name__
+            if not has_keys:
+                errors.append(
+                    checks.Error(
+                        f"{where} has public_prefix={prefix!r}, but UID_FIELDS['PUBLIC_IDS']"
+                        "['KEYS'] is not set: its public ids can be neither made nor read",
+                        hint="Set UID_FIELDS['PUBLIC_IDS'] = {'KEYS': {1: '<a secret of 16 "
+                        "bytes or more, from the environment>'}}.",
+                        obj=field,
+                        id="uid_fields.E031",
+                    )
+                )
+    return errors

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any, ClassVar
 
+from django.core.exceptions import ImproperlyConfigured
+from django.db import models
 from django.urls import converters, register_converter
 
-__all__ = ["LocalityUUIDConverter", "ShardedIdConverter", "SnowflakeConverter", "register"]
+from ..errors import ConfigurationError
+from .public_ids import codec_for, decode_token
+
+__all__ = [
+    "LocalityUUIDConverter",
+    "PublicIdConverter",
+    "ShardedIdConverter",
+    "SnowflakeConverter",
+    "register",
+]
 
 
 class SnowflakeConverter:
@@ -44,13 +56,60 @@ class LocalityUUIDConverter:
         return str(value)
 
 
+class PublicIdConverter:
+    """``<public:order>``: a public token (``ord_...``) in the path, the stored id (an int
+    or a UUID) in the view, so ``Order.objects.get(pk=order)`` reads one shard.
+
+    Any model's token matches, by its prefix; ``PublicIdConverter.for_model(Order)``
+    makes a converter that takes only ``Order``'s (register it under a name of your own).
+    A token that does not decode (foreign, tampered, truncated, of a retired key) is no
+    match: a 404. Missing keys are ``ImproperlyConfigured``, not a 404.
+    ``reverse()`` takes a model instance or a token; the bound converter also an id.
+    """
+
+    regex = "[A-Za-z][A-Za-z0-9_]*_[0-9A-Za-z]+"
+    model: ClassVar[type[models.Model] | None] = None
+
+    @classmethod
+    def for_model(cls, model: type[models.Model]) -> type[PublicIdConverter]:
+        """A converter of ``model``'s tokens only (its primary key's ``public_prefix``)."""
+        return type(f"{model.__name__}PublicIdConverter", (cls,), {"model": model})
+
+    def _field(self) -> Any:
+        return None if self.model is None else self.model._meta.pk
+
+    def to_python(self, value: str) -> Any:
+        try:
+            return decode_token(value, self._field())
+        except ConfigurationError as exc:  # a ValueError, which would read as a 404
+            raise ImproperlyConfigured(str(exc)) from exc
+
+    def to_url(self, value: Any) -> str:
+        if isinstance(value, models.Model):
+            field = value._meta.pk
+            if self.model is not None and not isinstance(value, self.model):
+                raise ValueError(f"{value!r} is not a {self.model.__name__}")
+            return codec_for(field).encode(value.pk)  # type: ignore[arg-type]
+        if isinstance(value, str):
+            self.to_python(value)  # ValueError (no match) for a token of no model here
+            return value
+        field = self._field()
+        if field is None:
+            raise ValueError(
+                "an id names no model: reverse <public:...> with the model instance or its "
+                "token (or use PublicIdConverter.for_model(Model))"
+            )
+        return codec_for(field).encode(value)
+
+
 def register() -> None:
-    """Register the three converters (once; a name the project already uses is kept)."""
+    """Register the converters (once; a name the project already uses is kept)."""
     taken = converters.get_converters()
     for name, converter in (
         ("snowflake", SnowflakeConverter),
         ("sharded", ShardedIdConverter),
         ("locality_uuid", LocalityUUIDConverter),
+        ("public", PublicIdConverter),
     ):
         if name not in taken:
             register_converter(converter, name)

@@ -24,9 +24,11 @@ from django.utils.translation import gettext_lazy as _
 from ..ids.generators import DecimalGenerator
 from ..ids.layouts import IntLayout, coerce_id
 from ..ids.parts import IdParts
+from ..ids.public import PublicIds
 from ..placement import Placement, ShardMap, id_for_new_object
 from . import conf
 from .functions import NextId
+from .public_ids import add_public_id, codec_for
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -133,6 +135,8 @@ class UidField(_Field[_ST, _GT]):
         self.shard_key = shard_key
         self.database_default = bool(kwargs.pop("database_default", False))
         self.db_function = kwargs.pop("function", "uid_next_id")
+        # Tokens for the public (``obj.public_id``); no database attribute, no migration.
+        self.public_prefix: str | None = kwargs.pop("public_prefix", None)
         if self.database_default and _DatabaseDefault is not None:
             kwargs["db_default"] = NextId(self.db_function)  # (E009 explains it on 4.2)
         else:
@@ -181,6 +185,11 @@ class UidField(_Field[_ST, _GT]):
                 key_name=f"{self.model.__name__}.{self.shard_key}" if self.shard_key else None,
             )
         return cached
+
+    @property
+    def public_ids(self) -> PublicIds:
+        """The codec of this field's public tokens (``public_prefix``); see public_ids."""
+        return codec_for(self)
 
     def parent_field(self) -> UidField | None:
         """The sharded id field of the row this field's shard key points at, if any."""
@@ -304,6 +313,7 @@ class UidField(_Field[_ST, _GT]):
             setattr(cls, parts_name, declared.bind(self.attname, self._decode_or_none, None))
         elif parts_name not in cls.__dict__:
             setattr(cls, parts_name, _PartsDescriptor(self))
+        add_public_id(self, cls, name)
         if self.shard_key and not cls._meta.abstract:
             post_init.connect(
                 _fill_after_init,

@@ -5,6 +5,10 @@ weeks of its epoch. Serializers built on ``UidModelSerializer`` (or ``UidSeriali
 over any ``ModelSerializer``) render these ids, and primary keys that point at them, as
 strings. Nothing changes DRF by itself: only ``UID_FIELDS["DRF_STRING_IDS"] = True`` (off by
 default) makes every plain ``ModelSerializer`` of the process do the same, via ``install()``.
+
+Public ids: with ``Meta.public_ids = True`` a ``UidModelSerializer`` shows and reads the
+tokens of fields with a ``public_prefix`` (``PublicIdField``, ``PublicIdRelatedField``)
+instead of the ids, and ``PublicIdLookupMixin`` finds a viewset's object by its token.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from django.core.exceptions import FieldError
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+from django.http import Http404
+from django.shortcuts import get_object_or_404
 
 from .._internal.extras import missing
 
@@ -31,13 +37,19 @@ from rest_framework.filters import BaseFilterBackend
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.model_meta import RelationInfo
 
+from ..errors import PublicIdError
 from .fields import ShardedBigIntField, SnowflakeField, UidField
 from .lookups import _aware
+from .public_ids import decode_token, kind_of
 from .unique import model_databases
 
 __all__ = [
     "IdStringField",
     "IdTimeFilter",
+    "PublicIdField",
+    "PublicIdLookupMixin",
+    "PublicIdRelatedField",
+    "PublicIdSerializerMixin",
     "ShardedConditionValidator",
     "StringPrimaryKeyRelatedField",
     "UidJSONEncoder",
@@ -253,8 +265,154 @@ class UidSerializerMixin(_SerializerBase):
         ]
 
 
-class UidModelSerializer(UidSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
-    """A ``ModelSerializer`` with uid ids (and keys pointing at uid models) as strings."""
+# -- public ids: tokens instead of ids ------------------------------------------------------
+class PublicIdField(serializers.Field):  # type: ignore[type-arg]
+    """A uid field's value as its public token (``ord_...``), and a token read back as
+    the id. A token of another model, a tampered or malformed one, is a field error."""
+
+    default_error_messages = {"invalid": "A valid public id is required."}
+
+    def __init__(self, *, model_field: UidField, **kwargs: Any) -> None:
+        self.model_field = model_field
+        super().__init__(**kwargs)
+
+    def to_representation(self, value: Any) -> str:
+        return self.model_field.public_ids.encode(value)
+
+    def to_internal_value(self, data: Any) -> Any:
+        try:
+            return decode_token(data, self.model_field)
+        except PublicIdError:
+            self.fail("invalid")
+
+
+class PublicIdRelatedField(StringPrimaryKeyRelatedField):
+    """A related row by its public token, both ways: the lookup decodes the token and
+    reads the one shard its id names (``queryset.get(pk=...)``)."""
+
+    default_error_messages = {
+        "invalid": "A valid public id is required.",
+        "does_not_exist": "No object has this public id.",
+    }
+
+    def _target(self) -> UidField:
+        queryset: Any = getattr(self, "queryset", None)
+        model = getattr(queryset, "model", None)
+        if model is None:  # read-only: the model the serializer's relation points at
+            owner: Any = self
+            if isinstance(self.parent, serializers.ManyRelatedField):
+                owner = self.parent  # many=True: the list field holds the name
+            model = owner.parent.Meta.model._meta.get_field(owner.source).related_model
+        pk = model._meta.pk
+        if not isinstance(pk, UidField) or pk.public_prefix is None:
+            raise TypeError(f"{model.__name__}'s primary key has no public_prefix")
+        return pk
+
+    def to_representation(self, value: Any) -> Any:
+        return self._target().public_ids.encode(value.pk)
+
+    def to_internal_value(self, data: Any) -> Any:
+        queryset = self.get_queryset()
+        try:
+            pk = decode_token(data, queryset.model._meta.pk)
+        except PublicIdError:
+            self.fail("invalid")
+        try:
+            return queryset.get(pk=pk)
+        except queryset.model.DoesNotExist:
+            self.fail("does_not_exist")
+
+
+#: The arguments of DRF's base ``Field`` (the others a model field maps to are numeric).
+_FIELD_KWARGS = frozenset(
+    {
+        "read_only",
+        "write_only",
+        "required",
+        "default",
+        "initial",
+        "source",
+        "label",
+        "help_text",
+        "style",
+        "error_messages",
+        "validators",
+        "allow_null",
+    }
+)
+
+
+class PublicIdSerializerMixin(_SerializerBase):
+    """``Meta.public_ids = True``: uid fields with a ``public_prefix`` (the ``id``) and
+    keys to models whose primary key has one are tokens, in and out; a list of field
+    names limits it to those. The stored ids never appear in the representation."""
+
+    def _public(self, field_name: str) -> bool:
+        option = getattr(getattr(self, "Meta", None), "public_ids", False)
+        if option is True:
+            return True
+        return isinstance(option, (list, tuple, set, frozenset)) and field_name in option
+
+    def build_standard_field(
+        self, field_name: str, model_field: models.Field[Any, Any]
+    ) -> tuple[type[serializers.Field[Any, Any, Any, Any]], dict[str, Any]]:
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        if (
+            self._public(field_name)
+            and isinstance(model_field, UidField)
+            and model_field.public_prefix is not None
+            and kind_of(model_field) is not None
+        ):
+            kept = {k: v for k, v in kwargs.items() if k in _FIELD_KWARGS}
+            return PublicIdField, {**kept, "model_field": model_field}
+        return field_class, kwargs
+
+    def build_relational_field(
+        self, field_name: str, relation_info: RelationInfo
+    ) -> tuple[type[serializers.Field[Any, Any, Any, Any]], dict[str, Any]]:
+        field_class, kwargs = super().build_relational_field(field_name, relation_info)
+        target = relation_info.related_model._meta.pk
+        if (
+            self._public(field_name)
+            and issubclass(field_class, serializers.PrimaryKeyRelatedField)
+            and isinstance(target, UidField)
+            and target.public_prefix is not None
+        ):
+            kwargs.pop("pk_field", None)
+            return PublicIdRelatedField, kwargs
+        return field_class, kwargs
+
+
+if TYPE_CHECKING:
+    # Not imported at run time: rest_framework.generics builds APIView, which reads the
+    # renderer setting, which may name this module's UidJSONRenderer (an import cycle).
+    from rest_framework.generics import GenericAPIView
+
+    _ViewBase = GenericAPIView[Any]
+else:
+    _ViewBase = object
+
+
+class PublicIdLookupMixin(_ViewBase):
+    """A generic view (viewset) whose URL names the object by its public token: the token
+    is decoded to the primary key, so ``get_object()`` reads one shard. Another model's
+    token, a tampered or malformed one, or a plain id is a 404."""
+
+    def get_object(self) -> Any:
+        queryset = self.filter_queryset(self.get_queryset())
+        lookup = self.lookup_url_kwarg or self.lookup_field
+        try:
+            pk = decode_token(self.kwargs[lookup], queryset.model._meta.pk)
+        except PublicIdError:
+            raise Http404 from None
+        obj = get_object_or_404(queryset, pk=pk)
+        self.check_object_permissions(self.request, obj)
+        return obj
+
+
+class UidModelSerializer(PublicIdSerializerMixin, UidSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
+    """A ``ModelSerializer`` with uid ids (and keys pointing at uid models) as strings,
+    or as public tokens with ``Meta.public_ids = True``."""
 
 
 def install() -> None:

@@ -18,6 +18,7 @@ from ..errors import ShardKeyError
 from ..ids.generators import ShardedIdGenerator
 from ..ids.layouts import IntLayout, SnowflakeLayout
 from ..ids.locality import LocalityUUIDGenerator
+from ..ids.public import PublicIds
 from ..ids.uniqid import UniqIdGenerator
 from ..placement import ByField, KeyHash, Placement, Route, ShardMap, route_for
 from .ddl import DatabaseIds
@@ -232,6 +233,7 @@ def SnowflakeField(
     generator: IntIdGenerator,
     route: Route | None = None,
     shards: ShardMap | None = None,
+    public_ids: PublicIds | None = None,
     **kwargs: Any,
 ) -> MappedColumn[Any]:
     """A ``BIGINT`` snowflake id column: ``id: Mapped[int] = SnowflakeField(generator=g)``.
@@ -241,7 +243,11 @@ def SnowflakeField(
     ``shards`` places the rows by this column's own map (for example one built by
     ``UidConfig.shard_map``); without it a session's default map is used, and a table
     with a foreign key to a sharded table lives with that parent instead.
-    Other arguments go to ``mapped_column`` (``primary_key=True``, ``init=False``...).
+    ``public_ids=PublicIds("ord", keys)`` gives the ids public tokens:
+    ``select(Order).where(Order.id.public == token)`` compiles to the stored id (and so
+    routes), ``Order.id.public_decode(token)`` is the id, ``Order.id.public_encode(id)``
+    the token. Other arguments go to ``mapped_column`` (``primary_key=True``,
+    ``init=False``...).
     """
     layout = getattr(generator, "layout", None)
     if not isinstance(layout, IntLayout) or not callable(getattr(generator, "next_id", None)):
@@ -249,7 +255,7 @@ def SnowflakeField(
     config = FieldConfig(
         "snowflake", generator=generator, route=route or route_for(generator), shards=shards
     )
-    return _column(SnowflakeType(layout), config, args, kwargs)
+    return _column(SnowflakeType(layout, public_ids=public_ids), config, args, kwargs)
 
 
 def ShardedBigIntField(
@@ -259,6 +265,7 @@ def ShardedBigIntField(
     database_ids: DatabaseIds | None = None,
     shards: ShardMap | None = None,
     key_hash: KeyHash | None = None,
+    public_ids: PublicIds | None = None,
     **kwargs: Any,
 ) -> MappedColumn[Any]:
     """An Instagram-style id that carries its logical shard.
@@ -267,7 +274,7 @@ def ShardedBigIntField(
     picks for that key (``uid_fields.placement``), so they share a database; when the key
     is a foreign key to a sharded table, the row lives on its parent's database. With
     ``database_ids`` PostgreSQL makes the ids (``server_default``) and Python only decodes
-    and routes them.
+    and routes them. ``public_ids=`` gives them public tokens, as for ``SnowflakeField``.
     """
     if (generator is None) == (database_ids is None):
         raise TypeError("give exactly one of generator= or database_ids=")
@@ -293,7 +300,7 @@ def ShardedBigIntField(
         shards=shards,
         key_hash=key_hash,
     )
-    return _column(SnowflakeType(layout), config, args, kwargs)
+    return _column(SnowflakeType(layout, public_ids=public_ids), config, args, kwargs)
 
 
 def LocalityUUIDField(
@@ -301,18 +308,20 @@ def LocalityUUIDField(
     generator: LocalityUUIDGenerator,
     route: Route | None = None,
     shards: ShardMap | None = None,
+    public_ids: PublicIds | None = None,
     **kwargs: Any,
 ) -> MappedColumn[Any]:
     """A locality UUID column: ``id: Mapped[uuid.UUID] = LocalityUUIDField(generator=g)``.
 
     Routes by the counter block (the first 32 bits) unless ``route`` says otherwise.
+    ``public_ids=`` as for ``SnowflakeField`` (tokens of 33 characters after the prefix).
     """
     if not isinstance(generator, LocalityUUIDGenerator):
         raise TypeError(f"generator must be a LocalityUUIDGenerator, got {generator!r}")
     config = FieldConfig(
         "locality", generator=generator, route=route or route_for(generator), shards=shards
     )
-    return _column(LocalityUUIDType(), config, args, kwargs)
+    return _column(LocalityUUIDType(public_ids=public_ids), config, args, kwargs)
 
 
 def UniqIdField(

@@ -29,7 +29,8 @@ from ..ids.layouts import (
     coerce_id,
 )
 from ..ids.locality import LocalityParts
-from .comparators import IdTime
+from ..ids.public import PublicIds
+from .comparators import IdTime, PublicIdMethods, public_checked
 
 __all__ = ["LocalityUUIDType", "SnowflakeType", "UniqIdType"]
 
@@ -53,7 +54,9 @@ class SnowflakeType(_CacheOkSubclasses, TypeDecorator[int]):
     impl = BigInteger
     cache_ok = True
 
-    class comparator_factory(TypeDecorator.Comparator[int]):
+    class comparator_factory(PublicIdMethods, TypeDecorator.Comparator[int]):
+        kind = "int"
+
         @property
         def time(self) -> IdTime:
             """``Order.id.time >= dt``: time predicates as bounds on the id."""
@@ -66,8 +69,16 @@ class SnowflakeType(_CacheOkSubclasses, TypeDecorator[int]):
                 )
             return IdTime(self.expr, layout)
 
-    def __init__(self, layout: IntLayout | None = None, *, unsigned: bool | None = None) -> None:
+    def __init__(
+        self,
+        layout: IntLayout | None = None,
+        *,
+        unsigned: bool | None = None,
+        public_ids: PublicIds | None = None,
+    ) -> None:
         super().__init__()
+        # Tokens of these ids (``Order.id.public``); never in repr(), so never in migrations.
+        self.public_ids = public_checked(public_ids, "int")
         if layout is not None and not isinstance(layout, IntLayout):
             raise TypeError(f"layout must be a SnowflakeLayout or DecimalLayout, got {layout!r}")
         self.layout = layout
@@ -131,8 +142,12 @@ class LocalityUUIDType(_CacheOkSubclasses, TypeDecorator[uuid.UUID]):
     impl = Uuid
     cache_ok = True
 
-    def __init__(self) -> None:
+    class comparator_factory(PublicIdMethods, TypeDecorator.Comparator[uuid.UUID]):
+        kind = "uuid"
+
+    def __init__(self, *, public_ids: PublicIds | None = None) -> None:
         super().__init__()
+        self.public_ids = public_checked(public_ids, "uuid")
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
         return None if value is None else self.coerce(value)

@@ -9,6 +9,7 @@ from rest_framework.renderers import BrowsableAPIRenderer
 
 from uid_fields.django.rest import (
     IdTimeFilter,
+    PublicIdLookupMixin,
     UidJSONRenderer,
     UidModelSerializer,
     UidSerializerMixin,
@@ -114,6 +115,40 @@ class FilteredPurchaseViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
     renderer_classes = [UidJSONRenderer, BrowsableAPIRenderer]
     filter_backends = [DjangoFilterBackend]
     filterset_class = PurchaseFilter
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Purchase.objects.on_all_shards()
+
+
+class PublicOrderSerializer(UidModelSerializer):
+    """Orders by their public token: ``id`` is ``ord_...``, never the stored id."""
+
+    class Meta:
+        model = Order
+        fields = ["id", "note"]
+        public_ids = True
+
+
+class PublicPurchaseSerializer(UidModelSerializer):
+    """The purchase's own token and its customer's (``cus_...``), read and written."""
+
+    class Meta:
+        model = Purchase
+        fields = ["id", "customer", "total"]
+        public_ids = True
+
+
+class PublicOrderViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    """``/api/public-orders/<token>/``: the token is decoded to the id, one shard is read."""
+
+    serializer_class = PublicOrderSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Order.objects.on_all_shards()
+
+
+class PublicPurchaseViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    serializer_class = PublicPurchaseSerializer
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return Purchase.objects.on_all_shards()

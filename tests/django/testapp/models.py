@@ -16,7 +16,7 @@ from uid_fields.django.generic import GenericForeignKey
 
 
 class Order(models.Model):
-    id = SnowflakeField(primary_key=True, shards="main")
+    id = SnowflakeField(primary_key=True, shards="main", public_prefix="ord")
     note = models.CharField(max_length=100, blank=True)
 
     objects = ShardedManager()
@@ -26,7 +26,7 @@ class Order(models.Model):
 
 
 class Customer(models.Model):
-    id = SnowflakeField(primary_key=True, shards="main")
+    id = SnowflakeField(primary_key=True, shards="main", public_prefix="cus")
     name = models.CharField(max_length=100)
 
     objects = ShardedManager()
@@ -36,7 +36,11 @@ class Purchase(models.Model):
     """Co-located with its customer: the shard key is a foreign key to a sharded model."""
 
     id = ShardedBigIntField(
-        primary_key=True, generator="photos", shards="main", shard_key="customer"
+        primary_key=True,
+        generator="photos",
+        shards="main",
+        shard_key="customer",
+        public_prefix="pur",
     )
     customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="purchases")
     total = models.IntegerField(default=0)
@@ -67,7 +71,7 @@ class Photo(models.Model):
 
 
 class PageView(models.Model):
-    id = LocalityUUIDField(primary_key=True, generator="events", shards="main")
+    id = LocalityUUIDField(primary_key=True, generator="events", shards="main", public_prefix="pv")
     path = models.CharField(max_length=200)
 
     objects = ShardedManager()
