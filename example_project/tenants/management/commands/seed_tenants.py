@@ -22,9 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         rng = random.Random(options["seed"])
-        users = [
-            User.objects.get_or_create(username=name)[0] for name in ("alice", "bob", "carol")
-        ]
+        users = [User.objects.get_or_create(username=name)[0] for name in ("alice", "bob", "carol")]
         tenants = Tenant.objects.bulk_create(
             [Tenant(name=f"Tenant {i}", slug=f"tenant-{i}") for i in range(options["tenants"])]
         )
