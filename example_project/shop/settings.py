@@ -21,7 +21,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "django_filters",
+    "django_filters",  # the tenants API's filters (django-filter: the dev group of `make`)
     "uid_fields.django",
     "customers",
     "orders",
