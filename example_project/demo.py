@@ -10,6 +10,7 @@ import os
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -22,6 +23,59 @@ DEMO_USER, DEMO_PASSWORD = "demo", "demo-password"
 
 def section(title: str) -> None:
     print(f"\n== {title} " + "=" * max(0, 70 - len(title)))
+
+
+def tenant_family(
+    Tenant: Any, Project: Any, Task: Any, Comment: Any, User: Any, shards: list[str]
+) -> None:
+    """A tenant's rows, three levels down, all on its shard; a unique slug; a user deleted."""
+    from django.core.exceptions import ValidationError
+    from django.core.management import call_command
+    from django.db import router
+
+    call_command("seed_tenants", tenants=8, projects=2, tasks=5)
+    print(f"{'model':<10} " + " ".join(f"{alias:>9}" for alias in shards))
+    for model in (Tenant, Project, Task, Comment):
+        counts = [model.objects.using(alias).count() for alias in shards]
+        print(f"{model.__name__:<10} " + " ".join(f"{n:>9}" for n in counts))
+    tenant = Tenant.objects.on_all_shards().order_by("id").first()
+    home = tenant._state.db
+    dbs = {
+        model.__name__: sorted({row._state.db for row in rows})
+        for model, rows in (
+            (Project, tenant.projects.all()),
+            (Task, Task.objects.filter(tenant=tenant)),
+            (Comment, Comment.objects.filter(task__in=list(tenant.tasks.all()))),
+        )
+    }
+    print(f"{tenant} lives on {home}; its rows: {dbs}")
+    task = Task.objects.filter(tenant=tenant).select_related("created_by").first()
+    print(f"task {task.pk} on {task._state.db}, created_by {task.created_by} (read from default)")
+
+    twin = Tenant(name="Copycat", slug=tenant.slug)
+    while router.db_for_write(Tenant, instance=twin) == home:  # an id of another shard
+        twin = Tenant(name="Copycat", slug=tenant.slug)
+    try:
+        twin.full_clean()
+        print("slug accepted (unexpected)")
+    except ValidationError as error:
+        where = router.db_for_write(Tenant, instance=twin)
+        print(f"slug {tenant.slug!r} for a new tenant on {where} refused: {error.messages[0]}")
+
+    user = User.objects.get(username="alice")
+    comments = Comment.objects.on_all_shards().filter(author_id=user.pk).count()
+    tasks = Task.objects.on_all_shards().filter(created_by_id=user.pk).count()
+    comment_shards = [
+        alias for alias in shards if Comment.objects.using(alias).filter(author_id=user.pk).exists()
+    ]
+    user.delete()
+    left = Comment.objects.on_all_shards().filter(author_id=user.pk).count()
+    nulled = Task.objects.on_all_shards().filter(created_by__isnull=True).count()
+    print(
+        f"deleted user alice (on default): her {comments} comments on {comment_shards} deleted "
+        f"(CASCADE, {left} left), her {tasks} tasks kept with created_by cleared "
+        f"(SET_NULL, {nulled} tasks without a creator)"
+    )
 
 
 def main() -> None:
@@ -39,12 +93,14 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
     from orders.models import Order, OrderLine
+    from tenants.models import Comment, Project, Task, Tenant
 
     section(f"1. migrate default + {len(databases.SHARDS)} shards ({databases.BACKEND})")
     call_command("uid_fields", "migrate-all", verbosity=0)
     for alias in databases.SHARDS:  # start from empty shards, so every run shows the same
-        for model in (OrderLine, Order, Customer, PageView):
+        for model in (OrderLine, Order, Customer, PageView, Comment, Task, Project, Tenant):
             model.objects.using(alias).all().delete()
+    User.objects.filter(username__in=["alice", "bob", "carol"]).delete()  # seed_tenants' users
 
     section("2. seed")
     started_at = timezone.now()
@@ -103,20 +159,25 @@ def main() -> None:
     print(f"SQL on each shard: ...{sql[sql.index('WHERE') :]}")
 
     section("7. an audit: is every row on the database its id names?")
-    call_command("uid_fields", "audit", "customers", "orders", "analytics")
+    call_command("uid_fields", "audit", "customers", "orders", "analytics", "tenants")
 
-    section("8. the same shop with SQLAlchemy")
+    section("8. a multi-tenant family: Tenant -> Project -> Task -> Comment")
+    tenant_family(Tenant, Project, Task, Comment, User, databases.SHARDS)
+
+    section("9. the same shop with SQLAlchemy")
     import sqlalchemy_shop
 
     sqlalchemy_shop.main()
 
-    section("9. the admin")
+    section("10. the admin")
     if not User.objects.filter(username=DEMO_USER).exists():
         User.objects.create_superuser(DEMO_USER, "demo@example.com", DEMO_PASSWORD)
     print(
         "run `make serve`, open http://127.0.0.1:8000/admin/ and log in as "
         f"{DEMO_USER} / {DEMO_PASSWORD}: the Order changelist has a shard filter, a created "
-        "column decoded from the id, and each order shows its decoded parts."
+        "column decoded from the id, and each order shows its decoded parts.\n"
+        "The tenants app: /admin/tenants/task/ (comments inline), and its API with "
+        "django-filter at /api/tasks/?tenant=<id>."
     )
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -31,8 +33,14 @@ def test_core_demo_shows_every_scheme(tmp_path: Path) -> None:
         assert scheme in out
 
 
-def test_shop_demo_fills_every_shard_and_routes_by_id(tmp_path: Path) -> None:
-    out = run("demo.py", tmp_path)
+@pytest.fixture(scope="module")
+def shop_demo(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One run of the shop demo, read by the tests below."""
+    return run("demo.py", tmp_path_factory.mktemp("shop"))
+
+
+def test_shop_demo_fills_every_shard_and_routes_by_id(shop_demo: str) -> None:
+    out = shop_demo
     rows = {
         line.split()[0]: [int(n) for n in line.split()[1:]]
         for line in out.splitlines()
@@ -45,3 +53,18 @@ def test_shop_demo_fills_every_shard_and_routes_by_id(tmp_path: Path) -> None:
     assert re.search(r"1 SELECT on \['shard_\d'\]", out)
     assert "shop tables there: none" in out
     assert "orders created since" in out and "(no created_at column)" in out
+
+
+def test_shop_demo_keeps_a_tenant_family_on_one_shard(shop_demo: str) -> None:
+    out = shop_demo
+    family = re.search(r"Tenant 0 lives on (shard_\d); its rows: (\{.*\})", out)
+    assert family, out
+    home = family.group(1)
+    assert family.group(2) == str({m: [home] for m in ("Project", "Task", "Comment")})
+    assert re.search(r"created_by \w+ \(read from default\)", out)
+    refused = re.search(r"slug 'tenant-0' for a new tenant on (shard_\d) refused: (.*)", out)
+    assert refused and refused.group(1) != home
+    assert "already exists" in refused.group(2)
+    deleted = re.search(r"her (\d+) comments on .* deleted \(CASCADE, (\d+) left\)", out)
+    assert deleted and int(deleted.group(1)) > 0 and deleted.group(2) == "0"
+    assert "tenants.Comment on shard_3: 0 misplaced" in out

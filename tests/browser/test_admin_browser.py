@@ -3,7 +3,10 @@
 Log in, open the Order changelist, switch shards, open an order from a non-first
 shard, check its decoded creation time and parts panel, save an edit, delete one; add
 an order, picking its customer with the autocomplete box, and find it on the customer's
-shard; read the orders in DRF's browsable API, list and detail.
+shard; read the orders in DRF's browsable API, list and detail. The tenants app: the
+Tenant and Task changelists list every row (created_by read from ``default``), a task is
+added and changed with comments in its inline, on its tenant's shard, and the tasks API's
+django-filter form lists every shard's tenants.
 
 With ``UID_FIELDS_SCREENSHOTS=1`` the screenshots are written to docs/images (the ones
 the docs show); otherwise to the test's temporary directory, so a test run leaves the
@@ -12,6 +15,7 @@ checkout as it was.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -84,6 +88,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
     }
     _manage(env, "uid_fields", "migrate-all")
     _manage(env, "seed_demo", "--customers", "40", "--orders", "120", "--views", "20")
+    _manage(env, "seed_tenants", "--tenants", "8", "--projects", "2", "--tasks", "5")
     _manage(
         env,
         "shell",
@@ -257,3 +262,118 @@ def test_admin_add_with_autocomplete_and_the_browsable_api(
         page.goto(f"{base}/api/orders/not-an-id/")
         assert "Not found" in page.content() or "404" in page.content()
         browser.close()
+
+
+def _rows(data: Path, sql: str, *params: object) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows a query finds on each shard file, by shard."""
+    found = {}
+    for path in sorted(data.glob("shard_*.sqlite3")):
+        with sqlite3.connect(path) as conn:
+            found[path.stem] = conn.execute(sql, params).fetchall()
+    return found
+
+
+def test_tenants_admin_changelists_add_and_change_with_inlines(
+    shop: tuple[str, Path], images: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    base, data = shop
+    tasks = _rows(data, "SELECT id, created_by_id FROM tenants_task")
+    tenants = _rows(data, "SELECT name FROM tenants_tenant")
+    total_tasks = sum(len(rows) for rows in tasks.values())
+    with sqlite3.connect(data / "default.sqlite3") as conn:
+        users = dict(conn.execute("SELECT id, username FROM auth_user").fetchall())
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        _login(page, base)
+
+        # Tenant changelist, every shard: every tenant listed once.
+        page.goto(f"{base}/admin/tenants/tenant/?shard=__all__")
+        names = page.locator("#result_list td.field-name").all_inner_texts()
+        assert sorted(names) == sorted(n for rows in tenants.values() for (n,) in rows)
+
+        # Task changelist, shard by shard and all at once: every row, its creator's name
+        # read from default (a key in list_display, which Django would join).
+        for alias, rows in tasks.items():
+            page.goto(f"{base}/admin/tenants/task/?shard={alias}")
+            listed = page.locator("#result_list tbody tr").count()
+            assert listed == len(rows), (alias, listed, len(rows))
+        page.goto(f"{base}/admin/tenants/task/?shard=__all__")
+        assert page.locator("#result_list tbody tr").count() == total_tasks
+        creators = set(page.locator("#result_list td.field-created_by").all_inner_texts())
+        assert creators == {users[u] for rows in tasks.values() for (_, u) in rows}
+        page.screenshot(path=str(images / "admin-tenant-tasks.png"))
+
+        # Add: a task under a project (every shard's projects in the select box), with a
+        # comment in the inline; both land on the project's tenant's shard.
+        page.goto(f"{base}/admin/tenants/task/add/")
+        page.select_option("#id_project", label="Tenant 5 project 1")
+        page.fill("#id_title", "added in a browser")
+        page.fill("#id_comments-0-body", "first comment, inline")
+        page.click("input[name=_save]")
+        page.wait_for_url(f"{base}/admin/tenants/task/**")
+        added = {a: r for a, r in _rows(data, _TASK_SQL, "added in a browser").items() if r}
+        assert len(added) == 1, added
+        [(home, [(task_id, tenant_name, project_tenant, creator)])] = added.items()
+        assert tenant_name == project_tenant == "Tenant 5"
+        assert users[creator] == USER
+        comments = _rows(
+            data, "SELECT body, author_id FROM tenants_comment WHERE task_id = ?", task_id
+        )
+        assert {a: r for a, r in comments.items() if r} == {
+            home: [("first comment, inline", creator)]
+        }
+
+        # Change: the inline shows the comment; add a second one and rename the task.
+        page.goto(f"{base}/admin/tenants/task/{task_id}/change/")
+        assert page.locator("#id_comments-0-body").input_value() == "first comment, inline"
+        assert home in page.locator("table.uid-parts").inner_text()
+        page.fill("#id_title", "changed in a browser")
+        page.fill("#id_comments-1-body", "second comment, inline")
+        page.screenshot(path=str(images / "admin-task-inline.png"), full_page=True)
+        page.click("input[name=_save]")
+        page.wait_for_url(f"{base}/admin/tenants/task/")
+        assert _rows(data, "SELECT title FROM tenants_task WHERE id = ?", task_id)[home] == [
+            ("changed in a browser",)
+        ]
+        bodies = _rows(data, "SELECT body FROM tenants_comment WHERE task_id = ?", task_id)
+        assert sorted(b for (b,) in bodies[home]) == [
+            "first comment, inline",
+            "second comment, inline",
+        ]
+        assert all(not rows for alias, rows in bodies.items() if alias != home)
+
+        # A seeded task with comments, on another shard: its inline lists them.
+        other = next(a for a, rows in tasks.items() if rows and a != home)
+        with sqlite3.connect(data / f"{other}.sqlite3") as conn:
+            seeded, count = conn.execute(
+                "SELECT task_id, COUNT(*) FROM tenants_comment GROUP BY task_id LIMIT 1"
+            ).fetchone()
+        page.goto(f"{base}/admin/tenants/task/{seeded}/change/")
+        filled = [page.locator(f"#id_comments-{i}-body").input_value() for i in range(count)]
+        assert all(body.startswith("comment on ") for body in filled)
+
+        # The tasks API with django-filter: the filter form lists every shard's tenants,
+        # and ?tenant= answers that tenant's tasks.
+        tenant_id = _rows(data, "SELECT id FROM tenants_tenant WHERE name = ?", "Tenant 5")[home][
+            0
+        ][0]
+        page.goto(f"{base}/api/tasks/?tenant={tenant_id}&format=json")
+        listed = json.loads(page.locator("body").inner_text())
+        expected = _rows(data, "SELECT id FROM tenants_task WHERE tenant_id = ?", tenant_id)[home]
+        assert sorted(int(t["id"]) for t in listed) == sorted(i for (i,) in expected)
+        page.goto(f"{base}/api/tasks/?tenant={tenant_id}")
+        page.locator("button", has_text="Filters").click()
+        options = page.locator("select[name=tenant] option").all_inner_texts()
+        assert {n for rows in tenants.values() for (n,) in rows} <= set(options)
+        browser.close()
+
+
+_TASK_SQL = (
+    "SELECT t.id, tn.name, pt.name, t.created_by_id FROM tenants_task t "
+    "JOIN tenants_tenant tn ON tn.id = t.tenant_id "
+    "JOIN tenants_project p ON p.id = t.project_id "
+    "JOIN tenants_tenant pt ON pt.id = p.tenant_id WHERE t.title = ?"
+)
