@@ -76,3 +76,24 @@ def test_classifiers_name_the_supported_versions() -> None:
         assert f"Framework :: Django :: {past_end_of_life}" not in classifiers
     # PEP 639: a license expression and License :: classifiers do not mix
     assert not any(c.startswith("License ::") for c in classifiers)
+
+
+def test_the_sdist_ships_what_its_tests_read() -> None:
+    """The sdist carries ``tests``, so it carries what they read: the docs pages, the
+    example project, the C ``next_id`` source and the Makefile that builds it.
+    ``make test-sdist`` runs a reduced suite from the unpacked sdist to hold this."""
+    sdist = _pyproject()["tool"]["hatch"]["build"]["targets"]["sdist"]
+    for path in ("uid_fields", "tests", "docs", "example_project", "postgres", "Makefile"):
+        assert path in sdist["include"], path
+        assert (ROOT / path).exists(), path
+    for artefact in ("*.so", "*.o", "*.bc", "example_project/var", "docs/_build"):
+        assert artefact in sdist["exclude"], artefact
+
+
+def test_the_wheel_carries_the_c_source_of_next_id() -> None:
+    """Who installs the wheel builds ``uid_fields_pg`` from ``uid_fields/postgres/``."""
+    wheel = _pyproject()["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["force-include"] == {
+        "postgres/uid_fields_pg.c": "uid_fields/postgres/uid_fields_pg.c",
+        "postgres/Makefile": "uid_fields/postgres/Makefile",
+    }
