@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
-EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic
+EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic,flask
 PIP_FOR_GROUPS := 'pip>=25.1'
 
 .PHONY: test test-compat test-matrix test-sqlalchemy-only test-sdist demo serve lint typecheck-docs format clean bench docs
@@ -80,7 +80,8 @@ SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py
 	tests/core/test_mysql_decimal.py tests/sqlalchemy/test_decimal_ids.py \
 	tests/core/test_twophase.py tests/sqlalchemy/test_two_phase.py \
 	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py \
-	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py
+	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py \
+	tests/sqlalchemy/test_flask.py
 $(SQLA)/.installed: pyproject.toml
 	@test -x $(SQLA)/bin/python || $(PYTHON) -m venv $(SQLA)
 	$(SQLA)/bin/python -m pip install --quiet --upgrade pip

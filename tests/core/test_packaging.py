@@ -59,6 +59,7 @@ def test_published_extras_hold_no_development_tools() -> None:
         "mysql",
         "drf",
         "alembic",
+        "flask",
     }
     assert extras["django"] == ["Django>=5.2,<7"]  # no cap below the next major
     assert extras["postgres"] == ["psycopg>=3.1"]  # the application picks the build
