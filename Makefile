@@ -4,10 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
-EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic
+EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic,flask
 PIP_FOR_GROUPS := 'pip>=25.1'
 
-.PHONY: test test-compat test-matrix test-sqlalchemy-only demo serve lint typecheck-docs format clean bench docs
+.PHONY: test test-compat test-matrix test-sqlalchemy-only test-sdist demo serve lint typecheck-docs format clean bench docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -80,7 +80,8 @@ SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py
 	tests/core/test_mysql_decimal.py tests/sqlalchemy/test_decimal_ids.py \
 	tests/core/test_twophase.py tests/sqlalchemy/test_two_phase.py \
 	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py \
-	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py
+	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py \
+	tests/sqlalchemy/test_flask.py
 $(SQLA)/.installed: pyproject.toml
 	@test -x $(SQLA)/bin/python || $(PYTHON) -m venv $(SQLA)
 	$(SQLA)/bin/python -m pip install --quiet --upgrade pip
@@ -95,6 +96,24 @@ test-sqlalchemy-only: $(SQLA)/.installed
 		-W 'ignore:Unknown config option:pytest.PytestConfigWarning' \
 		tests/sqlalchemy tests/core $(SQLA_IGNORE:%=--ignore=%) \
 		-k 'not postgresql and not mariadb and not mysql' $(PYTEST_ARGS)
+
+# The sdist as published: built (in an isolated environment, as pip builds it), unpacked
+# in a temporary directory, and a reduced suite run from there with the unpacked package
+# first on the path: the core tests, the docs pages' tests and the example project's
+# demos (what reads docs/, example_project/ and postgres/). About a minute.
+SDIST_DIR := .sdist-test
+BUILD ?= $(BIN)/python -m build
+test-sdist: $(STAMP)
+	rm -rf $(SDIST_DIR) && mkdir -p $(SDIST_DIR)
+	$(BUILD) --sdist --outdir $(SDIST_DIR) .
+	tar -xzf $(SDIST_DIR)/uid_fields-*.tar.gz -C $(SDIST_DIR)
+	cd $(SDIST_DIR)/uid_fields-*/ && \
+		PYTHONPATH=. $(abspath $(BIN))/python -c "import uid_fields, pathlib, sys; \
+			sys.exit(None if pathlib.Path(uid_fields.__file__).is_relative_to(pathlib.Path.cwd()) \
+			else f'not the unpacked sdist: {uid_fields.__file__}')" && \
+		PYTHONPATH=. $(abspath $(BIN))/python -m pytest -p no:cacheprovider \
+			tests/core tests/docs tests/test_example_demo.py $(PYTEST_ARGS)
+	rm -rf $(SDIST_DIR)
 
 # Every id scheme generated and decoded, then the example shop on four SQLite shards
 # (EXAMPLE_DB=postgres or EXAMPLE_DB=mysql for server shards).
@@ -134,4 +153,4 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) $(COMPAT) $(DJ60) $(DJ61) $(SQLA) .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var
+	rm -rf $(VENV) $(COMPAT) $(DJ60) $(DJ61) $(SQLA) .sdist-test .pytest_cache .mypy_cache .ruff_cache .hypothesis example_project/var

@@ -1,7 +1,7 @@
 """Distributed, decodable ids that carry their shard: the ORM-free core."""
 
 # The package version: pyproject.toml reads it from here ([tool.hatch.version]).
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 import logging
 from typing import TYPE_CHECKING, Any

@@ -1,20 +1,30 @@
-"""``uid-fields`` / ``python -m uid_fields``: decode, generate and inspect ids."""
+"""``uid-fields`` / ``python -m uid_fields``: decode, generate and inspect ids.
+
+When the reader of the output leaves early (``uid-fields generate -n 100000 | head -1``),
+the command ends quietly with status 141 (128 + SIGPIPE): what a POSIX tool killed by
+SIGPIPE reports, so a ``set -o pipefail`` script sees the same as for ``yes | head -1``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from . import __version__
 from ._internal.timeutil import parse_instant
 from .ids import locality, uniqid
 from .ids.generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
 from .ids.layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 
 SCHEMES = [*PRESETS, "locality", "uniqid"]
+
+#: The exit status after the reader closed the pipe: 128 + SIGPIPE (13).
+BROKEN_PIPE_STATUS = 141
 
 
 class CliError(Exception):
@@ -92,7 +102,12 @@ def _inspect(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="uid-fields", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="uid-fields", description="decode, generate and inspect distributed ids"
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -102,11 +117,17 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
     decode = sub.add_parser("decode", help="print the parts of an id")
-    decode.add_argument("id")
+    decode.add_argument("id", help="the id: an integer, or a UUID for --layout locality")
     common(decode)
     generate = sub.add_parser("generate", help="print new ids")
-    generate.add_argument("-n", "--count", type=int, default=1)
-    generate.add_argument("--field", action="append", default=[], metavar="NAME=INT")
+    generate.add_argument("-n", "--count", type=int, default=1, help="how many (default 1)")
+    generate.add_argument(
+        "--field",
+        action="append",
+        default=[],
+        metavar="NAME=INT",
+        help="a node field of the layout, e.g. worker=3 (repeatable)",
+    )
     generate.add_argument("--shard", type=int, default=0, help="sharded layouts: logical shard")
     generate.add_argument("--sequential", action="store_true", help="locality: sequential mode")
     common(generate)
@@ -134,13 +155,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, ValueError, TypeError, OverflowError) as exc:
         print(f"uid-fields: error: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        print(json.dumps(result, default=str))
-    elif isinstance(result, list):
-        for item in result:
-            print(item)
-    else:
-        _print_mapping(result)
+    try:
+        if args.json:
+            print(json.dumps(result, default=str))
+        elif isinstance(result, list):
+            for item in result:
+                print(item)
+        else:
+            _print_mapping(result)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left: later writes (the interpreter's own flush at exit too) go to
+        # /dev/null instead of raising again, as the Python docs advise for SIGPIPE.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE_STATUS
     return 0
 
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 
 import pytest
 
+import uid_fields
 from uid_fields import INSTAGRAM, TWITTER, locality
-from uid_fields.cli import main
+from uid_fields.cli import _parser, main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -85,3 +87,42 @@ def test_bad_input_is_one_line_and_status_2(argv: list[str]) -> None:
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("uid-fields: error: ")
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.split() == ["uid-fields", uid_fields.__version__]
+
+
+def test_every_option_has_help() -> None:
+    missing = []
+    for action in _parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                missing += [
+                    f"{name} {a.dest}"
+                    for a in child._actions
+                    if not a.help and not isinstance(a, argparse._HelpAction)
+                ]
+    assert missing == []
+
+
+def test_a_closed_pipe_ends_quietly_with_the_sigpipe_status() -> None:
+    """``uid-fields generate -n 100000 | head -1``: the reader leaves after one line.
+    No traceback; the status is 141 (128 + SIGPIPE), as a POSIX tool killed by SIGPIPE
+    reports it, so ``set -o pipefail`` sees what it sees for ``yes | head -1``."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uid_fields", "generate", "-n", "100000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    first = process.stdout.readline()
+    process.stdout.close()
+    err = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(30) == 141
+    assert int(first) > 0
+    assert err == b""

@@ -12,6 +12,7 @@ CASES = [
     ("sqlalchemy", "uid_fields.sqlalchemy", "uid-fields[sqlalchemy]"),
     ("rest_framework", "uid_fields.django.rest", "uid-fields[drf]"),
     ("alembic", "uid_fields.sqlalchemy.alembic", "uid-fields[alembic]"),
+    ("flask_sqlalchemy", "uid_fields.sqlalchemy.flask", "uid-fields[flask]"),
 ]
 
 

@@ -10,6 +10,8 @@ from typing import Any
 from packaging.version import Version
 
 import uid_fields
+from uid_fields._internal.moved import MOVED
+from uid_fields.errors import DEPRECATED_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
 # hatchling's default pattern for a version file ([tool.hatch.version] path)
@@ -57,6 +59,7 @@ def test_published_extras_hold_no_development_tools() -> None:
         "mysql",
         "drf",
         "alembic",
+        "flask",
     }
     assert extras["django"] == ["Django>=5.2,<7"]  # no cap below the next major
     assert extras["postgres"] == ["psycopg>=3.1"]  # the application picks the build
@@ -76,3 +79,63 @@ def test_classifiers_name_the_supported_versions() -> None:
         assert f"Framework :: Django :: {past_end_of_life}" not in classifiers
     # PEP 639: a license expression and License :: classifiers do not mix
     assert not any(c.startswith("License ::") for c in classifiers)
+
+
+def test_the_sdist_ships_what_its_tests_read() -> None:
+    """The sdist carries ``tests``, so it carries what they read: the docs pages, the
+    example project, the C ``next_id`` source and the Makefile that builds it.
+    ``make test-sdist`` runs a reduced suite from the unpacked sdist to hold this."""
+    sdist = _pyproject()["tool"]["hatch"]["build"]["targets"]["sdist"]
+    for path in ("uid_fields", "tests", "docs", "example_project", "postgres", "Makefile"):
+        assert path in sdist["include"], path
+        assert (ROOT / path).exists(), path
+    for artefact in ("*.so", "*.o", "*.bc", "example_project/var", "docs/_build"):
+        assert artefact in sdist["exclude"], artefact
+
+
+def test_the_wheel_carries_the_c_source_of_next_id() -> None:
+    """Who installs the wheel builds ``uid_fields_pg`` from ``uid_fields/postgres/``."""
+    wheel = _pyproject()["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["force-include"] == {
+        "postgres/uid_fields_pg.c": "uid_fields/postgres/uid_fields_pg.c",
+        "postgres/Makefile": "uid_fields/postgres/Makefile",
+    }
+
+
+def test_pypi_readers_get_a_status_and_keywords() -> None:
+    project = _pyproject()["project"]
+    status = [c for c in project["classifiers"] if c.startswith("Development Status ::")]
+    assert status == ["Development Status :: 4 - Beta"]
+    assert {"django", "sqlalchemy", "snowflake", "sharding"} <= set(project["keywords"])
+
+
+DATED = re.compile(r"^## \[(?P<version>[^\]]+)\] - (?P<date>\d{4}-\d{2}-\d{2})$", re.M)
+
+
+def test_the_changelog_is_in_release_shape() -> None:
+    """An empty ``[Unreleased]`` on top, then dated versions, the newest the package's,
+    whose ``Deprecated`` section names every deprecated name that warns."""
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    unreleased = text.index("## [Unreleased]")
+    releases = list(DATED.finditer(text))
+    assert releases and releases[0]["version"] == uid_fields.__version__
+    assert Version(uid_fields.__version__) > Version("0.1.0")
+    assert unreleased < releases[0].start()
+    newest = text[releases[0].end() : text.index("\n## [", releases[0].end())]
+    deprecated = newest[newest.index("### Deprecated") :]
+    end = deprecated.find("\n### ", 1)
+    deprecated = deprecated if end < 0 else deprecated[:end]
+    for old in [*MOVED, *DEPRECATED_NAMES, "read_your_writes_s="]:
+        assert f"`{old}`" in deprecated, old
+
+
+def test_the_readme_installs_and_uses_before_it_develops() -> None:
+    """On PyPI the README is a user's page: install and usage first, with no ``make``
+    target (those need a checkout); the development commands in a last section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    sections = re.split(r"^## ", text, flags=re.M)
+    assert sections[-1].startswith("Development\n")
+    for section in sections[:-1]:
+        assert "make " not in section, section[:40]
+    assert "make demo" in sections[-1] and "make test" in sections[-1]
+    assert any(s.startswith("Install\n") for s in sections)

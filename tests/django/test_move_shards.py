@@ -323,3 +323,36 @@ def test_the_new_server_stamps_its_own_logical_shards_once_deployed() -> None:
         call_command("uid_fields", "check-db", stdout=out)  # every database: ok
         placement = DbPhoto._meta.pk.placement  # type: ignore[union-attr]
         assert placement.database_of(made_on(TARGET)) == TARGET
+
+
+def test_a_dry_run_cleanup_reports_what_it_would_delete_and_deletes_nothing(
+    tmp_path: Path,
+) -> None:
+    make_rows(6, "d")
+    state = str(tmp_path / "move.json")
+    move("--state", state)
+    on_source = on(SOURCE)
+    assert on_source > 0
+    with pytest.raises(CommandError, match="goes with --cleanup"):
+        move("--dry-run")
+    with deployed():
+        move("--state", state)
+        dry = move("--cleanup", "--dry-run", "-v", "0")
+        assert "rows would be deleted from the source" in dry and "nothing deleted" in dry
+        would = sum(
+            int(line.split(": ")[1].split()[0])
+            for line in dry.splitlines()
+            if line.startswith("cleanup ")
+        )
+        assert would == on_source
+        assert on(SOURCE) == on_source  # nothing deleted
+        cleaned = move("--cleanup")
+        assert "rows deleted from the source" in cleaned
+        assert on(SOURCE) == 0
+
+
+def test_progress_lines_respect_verbosity_0(tmp_path: Path) -> None:
+    make_rows(3, "q")
+    quiet = move("-v", "0", "--state", str(tmp_path / "move.json"))
+    assert "rows/s" not in quiet and "ETA" not in quiet
+    assert "next: give these logical shards" in quiet  # the result is still said

@@ -52,6 +52,14 @@ async def _exercise(engines: dict[str, AsyncEngine]) -> None:
             log.clear()
             everyone = await session.run_sync(lambda s: s.on_all_shards(select(Order)).all())
             assert len(everyone) == 200 and log.engines_used() == set(SHARDS)
+            newest = await session.run_sync(
+                lambda s: (
+                    s.on_all_shards(select(Order).order_by(Order.id.desc()).limit(5))
+                    .scalars()
+                    .all()
+                )
+            )  # docs/async.md: merged over every shard, in the statement's order
+            assert [o.id for o in newest] == sorted(shard_of, reverse=True)[:5]
 
             ids = await session.run_sync(lambda s: bulk_insert(s, Order, [{} for _ in range(40)]))
             await session.commit()

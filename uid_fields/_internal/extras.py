@@ -22,6 +22,8 @@ EXTRAS: dict[str, tuple[str, str]] = {
     "pymysql": ("mysql", "MariaDB/MySQL connections of database leases"),
     "rest_framework": ("drf", "uid_fields.django.rest"),
     "alembic": ("alembic", "uid_fields.sqlalchemy.alembic"),
+    "flask": ("flask", "uid_fields.sqlalchemy.flask"),
+    "flask_sqlalchemy": ("flask", "uid_fields.sqlalchemy.flask"),
 }
 
 

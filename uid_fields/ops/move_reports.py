@@ -111,18 +111,25 @@ class VerifyReport:
 
 @dataclass
 class CleanupReport:
-    """Rows of the moved range deleted from the source, and rows kept there."""
+    """Rows of the moved range deleted from the source, and rows kept there; in a dry
+    run, the rows that would be deleted and kept (nothing is)."""
 
     table: str
     deleted: int = 0
     kept: int = 0
     samples: list[Any] = field(default_factory=list)
+    dry_run: bool = False
 
     def __str__(self) -> str:
         kept = ""
         if self.kept:
             shown = ", ".join(str(s) for s in self.samples)
             kept = f"; {self.kept} kept: not on the target (e.g. {shown}); copy again first"
+        if self.dry_run:
+            return (
+                f"cleanup  {self.table}: {self.deleted} rows would be deleted from the source"
+                f"{kept.replace(' kept', ' would be kept')} (dry run: nothing deleted)"
+            )
         return f"cleanup  {self.table}: {self.deleted} rows deleted from the source{kept}"
 
 

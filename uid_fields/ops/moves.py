@@ -472,9 +472,10 @@ class ShardMove:
         return reports
 
     # -- cleanup -------------------------------------------------------------------------
-    def cleanup(self) -> list[CleanupReport]:
+    def cleanup(self, *, dry_run: bool = False) -> list[CleanupReport]:
         """Delete the source's rows of the range that the target holds, children first.
-        Refused until the maps give the range to the target."""
+        Refused until the maps give the range to the target. With ``dry_run`` nothing
+        is deleted: the reports count what would be deleted and what would be kept."""
         if not self.deployed:
             raise ValueError(
                 f"the map still gives logical shards {self._span()} to "
@@ -482,7 +483,7 @@ class ShardMove:
             )
         reports = []
         for table in reversed(self.tables):
-            report = CleanupReport(table.store.label)
+            report = CleanupReport(table.store.label, dry_run=dry_run)
             ticker = self._ticker(table, "cleanup")
             for source, target, _key, walked in self._pairs(table, None):
                 there = {row[0] for row in target}
@@ -492,7 +493,7 @@ class ShardMove:
                         report.kept += 1
                         if len(report.samples) < 5:
                             report.samples.append(row[0])
-                if doomed:
+                if doomed and not dry_run:
                     with table.store.writing(self.source):
                         table.store.delete(self.source, doomed)
                 report.deleted += len(doomed)

@@ -18,12 +18,13 @@ from ...audit import audit
 from ...conf import conf, get_generator
 from ...fields import UidField
 from ...fixtures import dump, load
-from ...migration_state import applied_on_default, lag, migrate_each, migrated_databases
+from ...migration_state import Lag, applied_on_default, lag, migrate_each, migrated_databases
 from ...moves import shard_move
 from ...operations import next_id_function
 from ...replicas import replica_primaries
 from ...routing import sharded_pk
 from ...twophase import resolve_prepared
+from ..arguments import add_arguments
 
 
 def _progress(done: int, total: int, label: str, width: int = 30) -> str:
@@ -35,95 +36,21 @@ class Command(BaseCommand):
     help = "Decode and generate ids, show the shard map, verify and migrate shard databases."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        sub = parser.add_subparsers(dest="action", required=True)
-        decode = sub.add_parser("decode", help="print the parts of an id")
-        decode.add_argument("id")
-        decode.add_argument(
-            "--generator", help="the generator to read it with (default: every configured one)"
-        )
-        decode.add_argument("--json", action="store_true")
-        generate = sub.add_parser("generate", help="print new ids")
-        generate.add_argument("-n", "--count", type=int, default=1)
-        generate.add_argument("--generator", default="default")
-        generate.add_argument("--shard", type=int, help="logical shard (sharded generators)")
-        sub.add_parser("shards", help="logical shard ranges per database, rows per shard")
-        check = sub.add_parser("check-db", help="verify the PostgreSQL next_id functions")
-        check.add_argument("--database", help="only this alias")
-        check.add_argument(
-            "--fix",
-            action="store_true",
-            help="re-install a missing or stale function (its state sequence is kept)",
-        )
-        migrate_all = sub.add_parser(
-            "migrate-all",
-            help="migrate default and every shard database; a summary of each at the end",
-        )
-        migrate_all.add_argument(
-            "--check",
-            action="store_true",
-            help="migrate nothing: list what each database lacks, exit non-zero if any does",
-        )
-        dump = sub.add_parser(
-            "dumpdata", help="dump models, the rows of sharded ones from every shard"
-        )
-        dump.add_argument("labels", nargs="*", help="app_label or app_label.Model")
-        dump.add_argument("--format", default="json")
-        dump.add_argument("--indent", type=int)
-        dump.add_argument("--database", default="default", help="for ordinary models")
-        dump.add_argument("-o", "--output", help="a file instead of standard output")
-        load = sub.add_parser(
-            "loaddata", help="load fixture files, each sharded row onto its own shard"
-        )
-        load.add_argument("fixtures", nargs="+", help="fixture files (.json, .xml)")
-        load.add_argument("--database", default="default", help="for ordinary models")
-        audit_parser = sub.add_parser(
-            "audit", help="rows of sharded models stored on a database their id does not name"
-        )
-        audit_parser.add_argument("labels", nargs="*", help="app_label or app_label.Model")
-        audit_parser.add_argument("--samples", type=int, default=5)
-        move = sub.add_parser(
-            "move-shards",
-            help="copy logical shards to another database, verify, and later --cleanup",
-        )
-        move.add_argument("--map", required=True, help="the shard map (a SHARDS name)")
-        move.add_argument("--from", dest="source", required=True, help="the database they leave")
-        move.add_argument("--to", dest="target", required=True, help="the database they go to")
-        move.add_argument(
-            "--range",
-            dest="span",
-            help="logical shards start:stop (half-open; default: all of the source's)",
-        )
-        move.add_argument(
-            "--logical-shards",
-            type=int,
-            help="what the range counts in (default: the most logical shards of the map's ids)",
-        )
-        move.add_argument("--batch-size", type=int, default=1000)
-        move.add_argument(
-            "--state", help="the file that lets a stopped copy resume (default: in this directory)"
-        )
-        move.add_argument(
-            "--cleanup",
-            action="store_true",
-            help="after the new map is deployed: delete from the source what it no longer owns",
-        )
-        resolve = sub.add_parser(
-            "resolve-prepared",
-            help="finish two-phase transactions a killed process left prepared (PostgreSQL)",
-        )
-        resolve.add_argument(
-            "--database",
-            action="append",
-            help="a database to look in (repeatable; default: every PostgreSQL database)",
-        )
-        resolve.add_argument(
-            "--older-than",
-            type=float,
-            default=60.0,
-            help="roll back undecided transactions prepared at least this many seconds ago",
-        )
+        add_arguments(parser)
+
+    verbosity: int = 1
 
     def handle(self, *args: Any, **options: Any) -> None:
+        for key in ("database", "source", "target"):
+            given = options.get(key)
+            for alias in given if isinstance(given, list) else [given]:
+                if alias is not None and alias not in connections:
+                    known = ", ".join(connections)
+                    raise CommandError(
+                        f"unknown database {alias!r}: not a database in DATABASES, "
+                        f"which has {known}"
+                    )
+        self.verbosity = int(options.get("verbosity", 1))
         action = options["action"].replace("-", "_")
         getattr(self, f"do_{action}")(**options)
 
@@ -345,8 +272,11 @@ class Command(BaseCommand):
         batch_size: int,
         state: str | None,
         cleanup: bool,
+        dry_run: bool = False,
         **options: Any,
     ) -> None:
+        if dry_run and not cleanup:
+            raise CommandError("--dry-run goes with --cleanup: a copy deletes nothing")
         low = high = None
         if span is not None:
             try:
@@ -366,21 +296,22 @@ class Command(BaseCommand):
                 space=logical_shards,
                 batch=batch_size,
                 state=None if cleanup else state,
-                on_progress=lambda p: self.stdout.write(str(p)),
+                on_progress=self._progress_line,
             )
         except (ValueError, TypeError, LookupError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{move}: {', '.join(t.store.label for t in move.tables)}")
         if cleanup:
             try:
-                cleaned = move.cleanup()
+                cleaned = move.cleanup(dry_run=dry_run)
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
             for report in cleaned:
                 self.stdout.write(str(report))
             kept = sum(r.kept for r in cleaned)
             if kept:
-                raise CommandError(f"{kept} rows were kept on {source}: they are not on {target}")
+                were = "would be" if dry_run else "were"
+                raise CommandError(f"{kept} rows {were} kept on {source}: they are not on {target}")
             return
         for copied in move.copy():
             self.stdout.write(str(copied))
@@ -402,6 +333,11 @@ class Command(BaseCommand):
         )
         self.stdout.write(step)
 
+    def _progress_line(self, progress: object) -> None:
+        """A long pass's progress, at ``-v 1`` and above."""
+        if self.verbosity >= 1:
+            self.stdout.write(str(progress))
+
     # -- resolve-prepared ----------------------------------------------------------------
     def do_resolve_prepared(
         self, database: list[str] | None, older_than: float, **options: Any
@@ -412,34 +348,62 @@ class Command(BaseCommand):
         self.stdout.write(result.summary())
 
     # -- migrate-all ---------------------------------------------------------------------
-    def do_migrate_all(self, check: bool = False, **options: Any) -> None:
+    def do_migrate_all(
+        self,
+        app_label: str | None = None,
+        migration_name: str | None = None,
+        check: bool = False,
+        plan: bool = False,
+        fake: bool = False,
+        fake_initial: bool = False,
+        **options: Any,
+    ) -> None:
         """``migrate`` on default, then on every shard database, and what happened on each.
 
-        A failed shard does not stop the others (each ends where its summary line says);
-        the command exits non-zero when any database failed.
+        ``migrate``'s own arguments (app label, migration name, ``--plan``, ``--fake``,
+        ``--fake-initial``) go to each run. A failed shard does not stop the others (each
+        ends where its summary line says); the command exits non-zero when any database
+        failed, and prints the summary of every database then, even at ``-v 0``.
         """
+        if app_label is not None:
+            try:
+                apps.get_app_config(app_label)
+            except LookupError:
+                raise CommandError(f"no installed app with label {app_label!r}") from None
+        elif migration_name is not None:  # pragma: no cover - argparse fills app_label first
+            raise CommandError("a migration name needs an app label")
         aliases = migrated_databases()
         if check:
-            self._check_migrations(aliases)
+            self._check_migrations(aliases, app_label)
             return
-        verbosity = int(options.get("verbosity", 1))
+        verbose = self.verbosity >= 1
 
         def started(done: int, alias: str) -> None:
-            self.stdout.write(_progress(done, len(aliases), f"migrating {alias}"))
+            if plan:
+                self.stdout.write(f"{alias}:")
+            elif verbose:
+                self.stdout.write(_progress(done, len(aliases), f"migrating {alias}"))
 
         results = migrate_each(
             aliases,
             on_start=started,
-            verbosity=max(verbosity - 1, 0),
+            app_label=app_label,
+            migration_name=migration_name,
+            plan=plan,
+            fake=fake,
+            fake_initial=fake_initial,
+            verbosity=max(self.verbosity - 1, 0),
             stdout=self.stdout,
             stderr=self.stderr,
         )
         failed = [result.alias for result in results if not result.ok]
-        last = "all databases migrated" if not failed else f"{len(failed)} not migrated"
-        self.stdout.write(_progress(len(aliases), len(aliases), last))
-        for result in results:
-            self.stdout.write(f"{result.alias:<16} {result}")
-        if conf.STRICT_ROUTING is False:
+        if verbose and not plan:
+            last = "all databases migrated" if not failed else f"{len(failed)} not migrated"
+            self.stdout.write(_progress(len(aliases), len(aliases), last))
+        if failed or (verbose and not plan):
+            for result in results:
+                self.stdout.write(f"{result.alias:<16} {result}")
+        if verbose and conf.STRICT_ROUTING is False:
             self.stdout.write("note: STRICT_ROUTING is off; unrouted queries read 'default'")
         if failed:
             raise CommandError(
@@ -447,15 +411,23 @@ class Command(BaseCommand):
                 f"{', '.join(failed)} (each line above says where it stopped)"
             )
 
-    def _check_migrations(self, aliases: list[str]) -> None:
-        """``--check``: what each database lacks, relative to default and to the disk."""
+    def _check_migrations(self, aliases: list[str], app_label: str | None) -> None:
+        """``--check``: what each database lacks, relative to default and to the disk (of
+        one app with an app label); at ``-v 0`` only the databases that lack something."""
         reference = applied_on_default()
         lagging = []
         for alias in aliases:
             found = lag(alias, reference)
-            self.stdout.write(f"{alias:<16} {found}")
+            if app_label is not None:
+                found = Lag(
+                    alias,
+                    tuple(key for key in found.behind_default if key[0] == app_label),
+                    tuple(key for key in found.unapplied if key[0] == app_label),
+                )
             if not found.up_to_date:
                 lagging.append(alias)
+            if self.verbosity >= 1 or not found.up_to_date:
+                self.stdout.write(f"{alias:<16} {found}")
         if lagging:
             raise CommandError(
                 f"not migrated: {', '.join(lagging)}; run `manage.py uid_fields migrate-all`"

@@ -1,0 +1,107 @@
+"""Flask-SQLAlchemy: ``ShardedSQLAlchemy`` makes ``db.session`` route by id over shard
+binds, ``db.session.on_all_shards`` merge every shard, and ``db.create_all`` create the
+tables on every shard, in a Flask application context on four SQLite shards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import String, func, inspect, select, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from uid_fields import TWITTER, SnowflakeGenerator
+
+flask = pytest.importorskip("flask", reason="the flask extra (flask, flask-sqlalchemy)")
+pytest.importorskip("flask_sqlalchemy", reason="the flask extra (flask, flask-sqlalchemy)")
+
+from uid_fields.sqlalchemy import SnowflakeField  # noqa: E402
+from uid_fields.sqlalchemy.flask import ShardedSQLAlchemy  # noqa: E402
+
+SHARDS = [f"shard_{i}" for i in range(4)]
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+db = ShardedSQLAlchemy(model_class=Base, shards=SHARDS)
+
+
+class Note(db.Model):  # type: ignore[name-defined,misc]
+    __tablename__ = "flask_notes"
+    id: Mapped[int] = SnowflakeField(
+        generator=SnowflakeGenerator(TWITTER, worker=7), primary_key=True
+    )
+    body: Mapped[str] = mapped_column(String(40))
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[Any]:
+    app = flask.Flask(__name__)
+    app.config["SQLALCHEMY_BINDS"] = {name: f"sqlite:///{tmp_path / name}.db" for name in SHARDS}
+    db.init_app(app)
+    with app.app_context():
+        db.create_all()
+        yield app
+        db.session.remove()
+        db.drop_all()
+
+
+def rows_on(shard: str) -> list[int]:
+    with db.engines[shard].connect() as connection:
+        return [row[0] for row in connection.execute(text("SELECT id FROM flask_notes"))]
+
+
+def test_db_session_routes_each_row_by_its_id_and_merges_every_shard(app: Any) -> None:
+    notes = [Note(body=f"note {i}") for i in range(24)]
+    db.session.add_all(notes)
+    db.session.commit()
+    made = sorted(note.id for note in notes)
+    placed = {shard: rows_on(shard) for shard in SHARDS}
+    assert sum(len(ids) for ids in placed.values()) == 24
+    assert all(placed.values())  # every shard holds some
+    db.session.expunge_all()
+    for shard, ids in placed.items():
+        for note_id in ids:  # get() finds each on the shard its id names
+            assert inspect(db.session.get(Note, note_id)).identity_token == shard
+    merged = db.session.on_all_shards(select(Note).order_by(Note.id)).scalars().all()
+    assert [n.id for n in merged] == made
+    assert db.session.on_all_shards(select(func.count()).select_from(Note)).scalar() == 24
+
+
+def test_get_or_404_reads_one_shard(app: Any) -> None:
+    note = Note(body="found")
+    db.session.add(note)
+    db.session.commit()
+    note_id = note.id
+    db.session.expunge_all()
+    assert db.get_or_404(Note, note_id).body == "found"
+    with pytest.raises(Exception) as raised:
+        db.get_or_404(Note, note_id + 1)
+    assert getattr(raised.value, "code", None) == 404
+
+
+def test_create_all_makes_the_tables_on_every_shard(app: Any) -> None:
+    for shard in SHARDS:
+        assert rows_on(shard) == []
+
+
+def test_model_query_keeps_flask_sqlalchemys_helpers(app: Any) -> None:
+    note = Note(body="legacy")
+    db.session.add(note)
+    db.session.commit()
+    assert Note.query.filter(Note.id == note.id).first_or_404().body == "legacy"
+
+
+def test_choosers_and_unknown_shard_binds_are_refused(app: Any) -> None:
+    with pytest.raises(TypeError, match="shard_chooser"):
+        ShardedSQLAlchemy(shards=SHARDS, session_options={"shard_chooser": print})
+    other = ShardedSQLAlchemy(model_class=Base, shards=["shard_0", "nowhere"])
+    second = flask.Flask("second")
+    second.config["SQLALCHEMY_BINDS"] = {"shard_0": "sqlite://"}
+    other.init_app(second)
+    with second.app_context(), pytest.raises(ValueError, match="nowhere"):
+        other.session.get(Note, 1)
