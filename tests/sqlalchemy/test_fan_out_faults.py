@@ -17,6 +17,7 @@ from uid_fields.errors import FanOutTimeoutError
 from uid_fields.ops import parallel
 from uid_fields.sqlalchemy import bulk_insert, sharded_session
 
+from .conftest import DATABASES
 from .models import Order
 
 
@@ -89,12 +90,12 @@ def test_a_connection_the_server_dropped_is_replaced_once_for_a_read(
             session.commit()
             assert session.on_all_shards(count).scalar() == 12  # pooled connections made
         with postgres_engines["shard_0"].connect() as admin:  # a restart, as the app sees it
-            admin.execute(
+            admin.execute(  # this run's shard databases only (other runs use other names)
                 text(
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname <> 'postgres' AND pid <> pg_backend_pid() "
-                    "AND datname LIKE 'uidf_sa%'"
-                )
+                    "WHERE pid <> pg_backend_pid() AND datname = ANY(:names)"
+                ),
+                {"names": DATABASES},
             )
         for _ in range(5):
             with sharded_session(postgres_engines) as session:
@@ -102,4 +103,5 @@ def test_a_connection_the_server_dropped_is_replaced_once_for_a_read(
     finally:
         parallel.shutdown()
         for engine in postgres_engines.values():
+            engine.dispose()  # no connection the server dropped is left for later tests
             Base.metadata.drop_all(engine)
