@@ -111,6 +111,15 @@ _N = TypeVar("_N", bound=models.Model)
 
 
 class ShardedQuerySet(models.QuerySet[_M]):
+    """A QuerySet that reads the shards its filters name and fans out only when asked.
+
+    ``filter(pk=...)``, ``pk__in``, the shard key (``=``, ``__in``, ``Q`` objects) and a
+    whole unique set narrow it to their shards; ``on_all_shards()`` reads every shard and
+    merges as one database would; a query that names no shard raises
+    ``ShardRoutingError`` instead of reading ``default``. Writes go where each row's id
+    says. The default manager of a sharded model is a ``ShardedManager`` of this class.
+    """
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shard_aliases: tuple[str, ...] | None = None

@@ -150,6 +150,10 @@ class UidJSONEncoder(DjangoJSONEncoder):
 
 
 class UidJSONRenderer(JSONRenderer):
+    """DRF's JSON renderer with ``UidJSONEncoder``: decoded parts and ids render as JSON
+    (64-bit ids as strings where the serializer says so); set it in
+    ``REST_FRAMEWORK["DEFAULT_RENDERER_CLASSES"]``."""
+
     encoder_class = UidJSONEncoder
 
 
