@@ -12,6 +12,7 @@ release; they are listed and reached here, so a new Django is checked in one pla
 
 from __future__ import annotations
 
+import importlib
 import sys
 from types import FrameType
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "NamedValuesListIterable",
     "ValuesIterable",
     "asked_by_model_delete",
+    "assign_generic_target",
     "cache_related",
     "candidate_relations_to_delete",
     "install_collector",
@@ -222,3 +224,15 @@ def asked_by_model_delete(depth: int = 5) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def assign_generic_target(field: Any, instance: models.Model, value: Any) -> None:
+    """Django's assignment of a generic foreign key's target (sets the content type and
+    the object id): on the field until Django 6.0, on its descriptor class from 6.1."""
+    # contenttypes imports its models: read it at call time, once apps are ready
+    fields = importlib.import_module("django.contrib.contenttypes.fields")
+    descriptor = getattr(fields, "GenericForeignKeyDescriptor", None)  # Django 6.1+
+    if descriptor is not None:
+        descriptor(field).__set__(instance, value)
+    else:
+        fields.GenericForeignKey.__set__(field, instance, value)

@@ -127,8 +127,11 @@ class ShardedCollector(compat.Collector):
     referring rows.
     """
 
-    def __init__(self, using: str, origin: Any = None) -> None:
-        super().__init__(using, origin=origin)
+    def __init__(self, using: str, origin: Any = None, **options: Any) -> None:
+        # ``options``: what a Django release adds (6.1: force_collection), passed through
+        # and given to the collectors of the other databases too.
+        super().__init__(using, origin=origin, **options)
+        self._options = options
         self.members: dict[str, ShardedCollector] = {using: self}
         self._followed: set[tuple[type, Any]] = set()
 
@@ -136,7 +139,7 @@ class ShardedCollector(compat.Collector):
         """The collector of ``alias`` in this delete (made on first use)."""
         found = self.members.get(alias)
         if found is None:
-            found = type(self)(alias, origin=self.origin)
+            found = type(self)(alias, origin=self.origin, **self._options)
             found.members = self.members
             self.adopt(found)
             self.members[alias] = found

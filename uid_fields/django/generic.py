@@ -27,6 +27,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import models, router
 
+from . import compat
 from .conf import shard_databases
 from .query import ShardedQuerySet
 from .routing import parent_link, placing_field
@@ -102,6 +103,18 @@ class GenericForeignKey(DjangoGenericForeignKey):
             return _routed(model).get(pk=ids[0]) if ids else None
         except ObjectDoesNotExist:
             return None
+
+    def contribute_to_class(  # type: ignore[override]
+        self, cls: type[models.Model], name: str, **kwargs: Any
+    ) -> None:
+        """As Django's, then this field is the attribute's descriptor itself (Django 6.1
+        installs a descriptor class of its own, which would read the target on the
+        row's database, a shard that holds no content types)."""
+        super().contribute_to_class(cls, name, **kwargs)
+        setattr(cls, self.name, self)
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        compat.assign_generic_target(self, instance, value)
 
     def __get__(self, instance: Any, cls: Any = None) -> Any:
         """As Django's, with the target read by ``target_of``."""
