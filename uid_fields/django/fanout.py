@@ -52,8 +52,7 @@ def order_terms(qs: ShardedQuerySet) -> list[OrderTerm]:
     ) or ["pk"]
     terms = [_term(qs.model, item) for item in ordering]
     if not query.standard_ordering:  # reverse(), as last() uses
-        swap: dict[Any, merge.NullsOrder | None] = {"first": "last", "last": "first", None: None}
-        terms = [(name, not descending, swap[nulls]) for name, descending, nulls in terms]
+        terms = [(n, not d, merge.reversed_nulls(nulls)) for n, d, nulls in terms]
     return terms
 
 

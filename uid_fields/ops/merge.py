@@ -37,6 +37,7 @@ __all__ = [
     "null_position",
     "nulls_sort_high",
     "rank_texts",
+    "reversed_nulls",
     "window",
 ]
 
@@ -65,6 +66,12 @@ class SortKey:
 
 #: ``(key, strings) -> {string: dense rank}`` under the key's collation, from the database.
 TextRanker = Callable[[SortKey, list[str]], Mapping[str, int]]
+
+
+def reversed_nulls(nulls: NullsOrder | None) -> NullsOrder | None:
+    """An explicit NULLS FIRST/LAST under a reversed ordering (``reverse()``, ``last()``):
+    it swaps, as a database reverses it; the backend's own rule needs no change."""
+    return {"first": "last", "last": "first"}.get(nulls) if nulls else None  # type: ignore[return-value]
 
 
 def nulls_sort_high(vendor: str) -> bool:
