@@ -14,12 +14,17 @@ table as a ``RowStore`` (read a batch of rows ordered by primary key, write a ba
    first id made since the copy began (less a margin for clock skew between writers):
    ids are time-ordered, so rows written meanwhile are found by their id's time, not by
    walking the table again. Ids that carry no time (locality UUIDs) are walked whole.
-3. **Verify** (``verify()``). Per logical shard, the row count and a checksum of the rows
+3. **Switch** (``switch()``). The write fence (``uid_fields.ops.fences``) closes the
+   range on the source, then a last catch-up and a verify run while nothing can change:
+   the target is then an exact copy, and the new map can be deployed. Writes of the
+   range fail with ``ShardMoveFencedError`` (retryable) until they reach the target.
+4. **Verify** (``verify()``). Per logical shard, the row count and a checksum of the rows
    are compared on both sides; logical shards that differ are copied again, then checked
    again.
-4. **Clean up** (``cleanup()``), once the new map gives the range to the target: the
+5. **Clean up** (``cleanup()``), once the new map gives the range to the target: the
    source's rows of the range are deleted in batches, children first, and only rows the
-   target holds: a row that never reached the target is kept and reported.
+   target holds: a row that never reached the target is kept and reported. The fence
+   opens for deletes first, and is removed once nothing is kept.
 
 Rows of the range are selected in SQL where the route is arithmetic on the id
 (``uid_fields.predicates``), else checked in Python a batch at a time.
@@ -44,10 +49,12 @@ from typing import Any, Protocol
 from ..ids.layouts import IntLayout
 from ..placement import Placement
 from ..placement.predicates import logical_range_sql
+from .fences import FenceRunner, MoveFence
 from .move_reports import CleanupReport, MoveReport, Progress, Ticker, VerifyReport
 
 __all__ = [
     "CleanupReport",
+    "MoveFence",
     "MoveReport",
     "MoveState",
     "MovedTable",
@@ -67,11 +74,12 @@ _Sums = dict[int, list[int]]
 DEFAULT_MARGIN_MS = 60_000
 
 
-class RowStore(Protocol):
+class RowStore(FenceRunner, Protocol):
     """One table as an adapter exposes it.
 
     Rows are tuples of column values with the primary key first; ``route_index`` is the
-    position of the value that places the row (its id, or its parent's id).
+    position of the value that places the row (its id, or its parent's id). The fence
+    runs its SQL through it too (``FenceRunner``).
     """
 
     label: str
@@ -123,6 +131,8 @@ class MoveState:
         self.caught_up_ms: int | None = None
         self.cursors: dict[str, Any] = {}
         self.done: set[str] = set()
+        #: Whether ``switch()`` ended with an exact copy behind the fence.
+        self.switched = False
         if self.path is not None and self.path.exists():
             data = json.loads(self.path.read_text())
             if data.get("move") != move:
@@ -134,6 +144,7 @@ class MoveState:
             self.caught_up_ms = data.get("caught_up_ms")
             self.cursors = {k: _decode_key(v) for k, v in data.get("cursors", {}).items()}
             self.done = set(data.get("done", []))
+            self.switched = bool(data.get("switched", False))
 
     def save(self) -> None:
         if self.path is None:
@@ -144,6 +155,7 @@ class MoveState:
             "caught_up_ms": self.caught_up_ms,
             "cursors": {k: _encode_key(v) for k, v in self.cursors.items()},
             "done": sorted(self.done),
+            "switched": self.switched,
         }
         partial = self.path.with_name(self.path.name + ".partial")
         partial.write_text(json.dumps(data, indent=1))
@@ -188,6 +200,7 @@ class ShardMove:
         margin_ms: int = DEFAULT_MARGIN_MS,
         on_progress: Callable[[Progress], None] | None = None,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        map_name: str | None = None,
     ) -> None:
         if source == target:
             raise ValueError(f"the source and the target are both {source!r}")
@@ -216,6 +229,11 @@ class ShardMove:
         #: Whether the maps already give the range to the target (the new map is live).
         self.deployed = set(owners.values()) == {self.target}
         span = "all" if low is None else f"{low}:{high}"
+        self.map_name = map_name
+        #: What the move is called: in its state file, its fence and the fence's errors.
+        self.name = f"{source}->{target} {span}"
+        if map_name:
+            self.name = f"{map_name} {self.name}"
         self.state = MoveState(state, f"{source}->{target} {span}")
 
     def __repr__(self) -> str:
@@ -471,6 +489,36 @@ class ShardMove:
             reports.append(report)
         return reports
 
+    # -- the switch ----------------------------------------------------------------------
+    @property
+    def fence(self) -> MoveFence:
+        """The write fence of this move on the source (see ``uid_fields.ops.fences``)."""
+        return MoveFence(
+            self.name,
+            self.source,
+            [(t.store, t.placement, self._ranges[t.store.label]) for t in self.tables],
+        )
+
+    def switch(self, *, rounds: int = 5) -> tuple[list[MoveReport], list[VerifyReport]]:
+        """Close the range on the source (the fence), catch up and verify while nothing
+        can change there, and return what the passes did: when every verify report is
+        ``ok``, the target is an exact copy and the new map can be deployed. The fence
+        stays until ``cleanup()`` (or ``fence.remove()`` to call the switch off).
+        Refused once the new map is deployed. Safe to run again."""
+        if self.deployed:
+            raise ValueError(
+                f"the map already gives logical shards {self._span()} to {self.target!r}: "
+                "the switch comes before the new map is deployed"
+            )
+        log.info("%r: closing the range on %s for the switch", self, self.source)
+        self.fence.install()
+        copied = self.copy()
+        checked = self.verify(rounds=rounds)
+        if all(check.ok for check in checked):
+            self.state.switched = True
+            self.state.save()
+        return copied, checked
+
     # -- cleanup -------------------------------------------------------------------------
     def cleanup(self, *, dry_run: bool = False) -> list[CleanupReport]:
         """Delete the source's rows of the range that the target holds, children first.
@@ -481,6 +529,9 @@ class ShardMove:
                 f"the map still gives logical shards {self._span()} to "
                 f"{self.source!r}: deploy the new map (and copy again) before cleaning up"
             )
+        fence = self.fence
+        if not dry_run:
+            fence.remove(["DELETE"])  # deleting the copies; inserts and updates stay closed
         reports = []
         for table in reversed(self.tables):
             report = CleanupReport(table.store.label, dry_run=dry_run)
@@ -501,4 +552,6 @@ class ShardMove:
             ticker.end()
             log.log(logging.WARNING if report.kept else logging.INFO, "%s", report)
             reports.append(report)
+        if not dry_run and not any(r.kept for r in reports):
+            fence.remove()  # the move is over: the source holds nothing of the range
         return reports

@@ -273,6 +273,8 @@ class Command(BaseCommand):
         state: str | None,
         cleanup: bool,
         dry_run: bool = False,
+        switch: bool = False,
+        unfence: bool = False,
         **options: Any,
     ) -> None:
         if dry_run and not cleanup:
@@ -295,12 +297,19 @@ class Command(BaseCommand):
                 high=high,
                 space=logical_shards,
                 batch=batch_size,
-                state=None if cleanup else state,
+                state=None if cleanup or unfence else state,
                 on_progress=self._progress_line,
             )
         except (ValueError, TypeError, LookupError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{move}: {', '.join(t.store.label for t in move.tables)}")
+        if unfence:
+            move.fence.remove()
+            self.stdout.write(f"fence removed: {source} takes writes of the range again")
+            return
+        if switch:
+            self._switch(move)
+            return
         if cleanup:
             try:
                 cleaned = move.cleanup(dry_run=dry_run)
@@ -332,6 +341,25 @@ class Command(BaseCommand):
             "run move-shards again to catch up, then --cleanup"
         )
         self.stdout.write(step)
+
+    def _switch(self, move: Any) -> None:
+        """``--switch``: the fence, then a last catch-up and an exact verify behind it."""
+        try:
+            copied, checked = move.switch()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        for report in [*copied, *checked]:
+            self.stdout.write(str(report))
+        if not all(c.ok for c in checked):
+            raise CommandError(
+                f"the copy on {move.target} still differs behind the fence: run --switch "
+                f"again (or --unfence to call the switch off)"
+            )
+        self.stdout.write(
+            f"switched: writes of the range are closed on {move.source} (they fail with "
+            f"ShardMoveFencedError, retryable). Next: give these logical shards to "
+            f"{move.target} in the map and deploy, then run move-shards --cleanup"
+        )
 
     def _progress_line(self, progress: object) -> None:
         """A long pass's progress, at ``-v 1`` and above."""
