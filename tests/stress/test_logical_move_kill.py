@@ -41,6 +41,7 @@ from tests.postgres_servers import PostgresCluster, postgres_cluster
 from tests.sqlalchemy.models import PHOTO_LAYOUT
 from tests.stress.logical_move_app import HIGH, LOW, New, Old, sqlalchemy_url
 from uid_fields.errors import ShardMoveFencedError
+from uid_fields.ops.replication import ReplicationUnavailable
 from uid_fields.sqlalchemy import sharded_session
 from uid_fields.sqlalchemy.fields import field_config
 from uid_fields.sqlalchemy.replication import logical_shard_move
@@ -299,3 +300,24 @@ def test_a_move_by_replication_killed_mid_copy_resumes_and_switches_exactly(
         triggers = conn.execute("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal")
         assert (triggers.fetchone() or [1])[0] == 0  # the fence is gone
     assert identities == {"lm_photos": "d", "lm_comments": "d"}  # restored
+
+
+def test_a_source_without_wal_level_logical_is_refused_with_the_fix(
+    engines: dict[str, Engine],
+) -> None:
+    """The target's cluster runs with the default ``wal_level = replica``: as a source
+    it is refused before anything is created, and the message says how to fix it."""
+    with (
+        sharded_session({"a": engines["b"]}) as session,
+        logical_shard_move(
+            session, Old, source="a", target="b", engines={"b": engines["a"]}, low=LOW, high=HIGH
+        ) as move,
+        pytest.raises(ReplicationUnavailable) as refused,
+    ):
+        move.run()
+    message = str(refused.value)
+    assert "wal_level = replica" in message
+    assert "ALTER SYSTEM SET wal_level = logical" in message and "restart" in message
+    for engine in engines.values():
+        url = engine.url.render_as_string(hide_password=False)
+        assert replication_objects(url.replace("postgresql+psycopg:", "postgresql:")) == []

@@ -156,10 +156,25 @@ def _move_shards(sub: Any) -> None:
         help="call a switch off: remove the fence, the source takes the range's writes again",
     )
     steps.add_argument(
+        "--abort",
+        action="store_true",
+        help="with logical replication: call a move off before its switch (drops the "
+        "subscription, slot and publication, the target's copies and the fence)",
+    )
+    steps.add_argument(
         "--cleanup",
         action="store_true",
         help="after the new map is deployed: delete from the source what it no longer owns, "
         "then remove the fence",
+    )
+    move.add_argument(
+        "--method",
+        choices=("auto", "logical", "portable"),
+        default="auto",
+        help="logical: PostgreSQL logical replication (a publication filtered to the range, "
+        "a subscription on the target; needs wal_level=logical on the source and a "
+        "superuser on the target); portable: batch copies by primary key; auto (default): "
+        "logical when both databases are PostgreSQL and the ids' route is arithmetic",
     )
     move.add_argument(
         "--dry-run",

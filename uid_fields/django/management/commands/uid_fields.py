@@ -13,6 +13,7 @@ from django.core import serializers
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from ....ops.replication import ReplicationError, ReplicationUnavailable
 from ....sql import installs
 from ...audit import audit
 from ...conf import conf, get_generator
@@ -22,6 +23,7 @@ from ...migration_state import Lag, applied_on_default, lag, migrate_each, migra
 from ...moves import shard_move
 from ...operations import next_id_function
 from ...replicas import replica_primaries
+from ...replication import logical_refusal_of, logical_shard_move
 from ...routing import sharded_pk
 from ...twophase import resolve_prepared
 from ..arguments import add_arguments
@@ -275,6 +277,8 @@ class Command(BaseCommand):
         dry_run: bool = False,
         switch: bool = False,
         unfence: bool = False,
+        abort: bool = False,
+        method: str = "auto",
         **options: Any,
     ) -> None:
         if dry_run and not cleanup:
@@ -285,9 +289,31 @@ class Command(BaseCommand):
                 low, high = (int(part) for part in span.split(":"))
             except ValueError:
                 raise CommandError(f"--range must be start:stop, got {span!r}") from None
+        given = state
         state = state or f".uid_fields-move-{map}-{source}-{target}-{span or 'all'}.json".replace(
             ":", "-"
         )
+        if self._by_replication(map, source, target, low, high, logical_shards, method):
+            self._logical(
+                map,
+                source,
+                target,
+                low,
+                high,
+                logical_shards,
+                given or state.replace(".json", "-logical.json"),
+                switch=switch,
+                cleanup=cleanup,
+                abort=abort,
+                dry_run=dry_run,
+                batch_size=batch_size,
+            )
+            return
+        if abort:
+            raise CommandError(
+                "--abort calls off a move by logical replication; a portable move is called "
+                "off with --unfence (its copies stay on the target until the next run)"
+            )
         try:
             move = shard_move(
                 map,
@@ -341,6 +367,94 @@ class Command(BaseCommand):
             "run move-shards again to catch up, then --cleanup"
         )
         self.stdout.write(step)
+
+    def _by_replication(
+        self,
+        map: str,
+        source: str,
+        target: str,
+        low: int | None,
+        high: int | None,
+        space: int | None,
+        method: str,
+    ) -> bool:
+        """Whether this move goes by logical replication: ``--method logical``, or
+        ``auto`` when both databases are PostgreSQL and every table's route selects
+        logical shards in SQL (snowflakes' mixed modulo, locality UUIDs and uniqids
+        cannot be filtered by a publication)."""
+        if method == "portable":
+            return False
+        try:
+            move = shard_move(map, source=source, target=target, low=low, high=high, space=space)
+            reason = logical_refusal_of(move)
+        except (ValueError, TypeError, LookupError) as exc:
+            raise CommandError(str(exc)) from None
+        if reason and method == "logical":
+            raise CommandError(reason)
+        if reason and self.verbosity >= 2:
+            self.stdout.write(f"portable move: {reason}")
+        return reason is None
+
+    def _logical(
+        self,
+        map: str,
+        source: str,
+        target: str,
+        low: int | None,
+        high: int | None,
+        space: int | None,
+        state: str,
+        *,
+        switch: bool,
+        cleanup: bool,
+        abort: bool,
+        dry_run: bool,
+        batch_size: int,
+    ) -> None:
+        """The move by logical replication. A plain run starts (or resumes) the
+        publication, slot and subscription and waits until the target has copied the
+        range and caught up; replication goes on after it. ``--switch`` fences the
+        range on the source, waits for the target to confirm the last write, compares
+        every logical shard and drops the replication; then the new map is deployed and
+        ``--cleanup`` deletes the source's range and removes the fence."""
+        try:
+            move = shard_move(map, source=source, target=target, low=low, high=high, space=space)
+            logical = logical_shard_move(
+                move, map_name=map, state=state, on_progress=self._progress_line
+            )
+        except (ValueError, TypeError, LookupError) as exc:
+            raise CommandError(str(exc)) from None
+        with logical:
+            self.stdout.write(f"{logical}: {', '.join(t.label for t in logical.tables)}")
+            try:
+                if abort:
+                    logical.abort()
+                    self.stdout.write(
+                        "aborted: subscription, slot, publication, the target's copies and "
+                        "the fence are removed"
+                    )
+                elif cleanup:
+                    for report in logical.cleanup(batch=batch_size, dry_run=dry_run):
+                        self.stdout.write(str(report))
+                elif logical.switched:
+                    self.stdout.write(
+                        f"switched already: give these logical shards to {target} in the map "
+                        "and deploy, then run move-shards --cleanup"
+                    )
+                else:
+                    logical.run(switch=switch)
+                    self.stdout.write(
+                        f"switched: writes of the range are closed on {source} (they fail "
+                        "with ShardMoveFencedError, retryable); the subscription, slot and "
+                        f"publication are dropped. Next: give these logical shards to {target} "
+                        "in the map and deploy, then run move-shards --cleanup"
+                        if switch
+                        else f"copied and caught up: {target} follows {source} by logical "
+                        "replication. Next: move-shards --switch, then deploy the new map, "
+                        "then move-shards --cleanup (or --abort to call it off)"
+                    )
+            except (ReplicationUnavailable, ReplicationError) as exc:
+                raise CommandError(str(exc)) from None
 
     def _switch(self, move: Any) -> None:
         """``--switch``: the fence, then a last catch-up and an exact verify behind it."""
