@@ -78,6 +78,10 @@ log = logging.getLogger("uid_fields.moves")
 
 Run = Callable[[str], list[tuple[Any, ...]]]
 
+#: A wait gives up after the subscription's workers failed this often (they retry
+#: every ``wal_retrieve_retry_interval``, 5 s by default).
+MAX_WORKER_ERRORS = 5
+
 #: The source's row count (the total of the progress) is counted again this often (s).
 TOTAL_EVERY_S = 30.0
 
@@ -454,14 +458,33 @@ class LogicalMove:
         found = database.one(f"SELECT count(*) FROM {table.table_sql} WHERE {table.where}")
         return int(found[0]) if found else 0
 
+    def _errors(self) -> int:
+        """How often the subscription's workers failed (a table missing on the target,
+        a row that collides, the source out of reach): their messages are in the
+        target's server log."""
+        found = self.target.one(
+            "SELECT apply_error_count + sync_error_count FROM pg_stat_subscription_stats "
+            f"WHERE subname = {self._literal}"
+        )
+        return int(found[0]) if found else 0
+
     def _wait(self, phase: str, done: Callable[[], bool]) -> None:
         began = last = self.clock()
+        errors = self._errors()
         while not done():
             now = self.clock()
             if self.timeout_s is not None and now - began > self.timeout_s:
                 raise ReplicationError(
                     f"{self!r}: {phase} did not finish within {self.timeout_s:.0f} s "
                     f"({self.progress(phase, began)}); see {self.target.name}'s server log"
+                )
+            failed = self._errors() - errors
+            if failed >= MAX_WORKER_ERRORS:
+                raise ReplicationError(
+                    f"{self!r}: the subscription's workers on {self.target.name} failed "
+                    f"{failed} times during the {phase} (a table missing or different on "
+                    f"the target?); see {self.target.name}'s server log. Replication is "
+                    "left as it is: fix the cause and run again, or --abort"
                 )
             if self.on_progress is not None and now - last >= 1.0:
                 self.on_progress(self.progress(phase, began))
@@ -679,12 +702,19 @@ class LogicalMove:
         self.close()
 
     def run(self, *, switch: bool = True) -> None:
-        """Check, start (or resume), wait for the copy and the catch-up, and switch."""
+        """Check, start (or resume), wait for the copy and the catch-up, and switch.
+
+        A switch that compared equal and was stopped while dropping the replication
+        (its position is in the state) is finished by any run, with or without
+        ``switch``: the fence is on and the target complete, and starting over would
+        only copy the same rows again."""
         if self.state.switched:
             return
-        self.check()
-        self.start()
-        self.wait_copied()
-        self.wait_caught_up()
-        if switch:
-            self.switch()
+        if self.state.switch_lsn is None:
+            self.check()
+            self.start()
+            self.wait_copied()
+            self.wait_caught_up()
+            if not switch:
+                return
+        self.switch()
