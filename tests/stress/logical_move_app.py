@@ -26,8 +26,12 @@ from tests.sqlalchemy.models import PHOTO_LAYOUT, photo_ids, tag_ids
 from uid_fields import ShardMap
 from uid_fields.ops.replication import LogicalMove, Run
 from uid_fields.placement.shards import ByField
-from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField, sharded_session
-from uid_fields.sqlalchemy.replication import logical_shard_move
+from uid_fields.sqlalchemy import (
+    ShardedBigIntField,
+    SnowflakeField,
+    logical_shard_move,
+    sharded_session,
+)
 from uid_fields.sqlalchemy.types import SnowflakeType
 
 LOW, HIGH = 6144, 8192

@@ -43,9 +43,8 @@ from tests.sqlalchemy.models import PHOTO_LAYOUT
 from tests.stress.logical_move_app import HIGH, LOW, New, Old, sqlalchemy_url
 from uid_fields.errors import ShardMoveFencedError
 from uid_fields.ops.replication import ReplicationUnavailable
-from uid_fields.sqlalchemy import sharded_session
+from uid_fields.sqlalchemy import logical_shard_move, sharded_session
 from uid_fields.sqlalchemy.fields import field_config
-from uid_fields.sqlalchemy.replication import logical_shard_move
 
 ROOT = Path(__file__).resolve().parents[2]
 Photos = dict[int, tuple[Any, ...] | None]

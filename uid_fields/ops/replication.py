@@ -49,34 +49,41 @@ per-database sequence: the rows copied keep their ids, and the target's own
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
-from ..placement import Placement
-from ..placement.predicates import logical_range_sql, logical_shard_sql
 from ..sql import replication as sql
 from .move_reports import CleanupReport
 from .moves import ShardMove
+from .replication_parts import (
+    Fence,
+    PgDatabase,
+    PgTable,
+    ReplicationError,
+    ReplicationProgress,
+    ReplicationState,
+    ReplicationUnavailable,
+    Run,
+    logical_refusal,
+    pg_tables,
+)
 
 __all__ = [
+    "Fence",
     "LogicalMove",
     "PgDatabase",
     "PgTable",
     "ReplicationError",
     "ReplicationProgress",
     "ReplicationUnavailable",
+    "Run",
     "logical_refusal",
     "pg_tables",
 ]
 
 log = logging.getLogger("uid_fields.moves")
-
-Run = Callable[[str], list[tuple[Any, ...]]]
 
 #: A wait gives up after the subscription's workers failed this often (they retry
 #: every ``wal_retrieve_retry_interval``, 5 s by default).
@@ -84,164 +91,6 @@ MAX_WORKER_ERRORS = 5
 
 #: The source's row count (the total of the progress) is counted again this often (s).
 TOTAL_EVERY_S = 30.0
-
-
-class ReplicationError(RuntimeError):
-    """The replication move could not go on (a comparison that differs, a timeout)."""
-
-
-class ReplicationUnavailable(ValueError):
-    """The databases cannot carry a move by replication; the message says the fix."""
-
-
-class Fence(Protocol):
-    """The move's write fence on the source (``uid_fields.ops.fences.MoveFence``)."""
-
-    def install(self) -> None: ...
-
-    def remove(self, events: Sequence[str] = ...) -> None: ...
-
-
-@dataclass(frozen=True)
-class PgDatabase:
-    """One side of the move: ``run`` executes one statement in autocommit and returns
-    its rows (none for a command); ``conninfo`` is how the target's server reaches it
-    (only the source's is used)."""
-
-    name: str
-    run: Run
-    conninfo: str = ""
-    close: Callable[[], None] = lambda: None
-
-    def one(self, statement: str) -> tuple[Any, ...] | None:
-        rows = self.run(statement)
-        return rows[0] if rows else None
-
-
-@dataclass(frozen=True)
-class PgTable:
-    """A moved table: its label, name and routing column (unquoted), its placement and
-    its moving logical shards ``low:high`` in its own logical space."""
-
-    label: str
-    name: str
-    route_column: str
-    placement: Placement
-    low: int
-    high: int
-
-    @property
-    def table_sql(self) -> str:
-        return sql.quote_ident(self.name)
-
-    @property
-    def column_sql(self) -> str:
-        return f"{self.table_sql}.{sql.quote_ident(self.route_column)}"
-
-    @property
-    def where(self) -> str:
-        found = logical_range_sql(self.placement.route, self.column_sql, self.low, self.high)
-        if found is None:
-            raise ReplicationUnavailable(_no_predicate(self.label))
-        return found
-
-    @property
-    def logical(self) -> str:
-        found = logical_shard_sql(self.placement.route, self.column_sql)
-        if found is None:
-            raise ReplicationUnavailable(_no_predicate(self.label))
-        return found
-
-
-def _no_predicate(label: str) -> str:
-    return (
-        f"{label}: its route is not arithmetic on the id (snowflakes' mixed modulo, "
-        "locality UUIDs, uniqids), so no row filter can select its logical shards: "
-        "move it with --method portable"
-    )
-
-
-def pg_tables(move: ShardMove) -> list[PgTable]:
-    """The tables of a ``ShardMove`` as the replication mover sees them (each with its
-    moving logical shards in its own logical space)."""
-    found = []
-    for table in move.tables:
-        store = table.store
-        low, high = move._ranges[store.label]
-        found.append(
-            PgTable(store.label, store.table_name, store.route_column, table.placement, low, high)
-        )
-    return found
-
-
-def logical_refusal(tables: Sequence[PgTable]) -> str | None:
-    """Why these tables cannot move by replication (None: they can)."""
-    for table in tables:
-        if logical_range_sql(table.placement.route, table.column_sql, 0, 1) is None:
-            return _no_predicate(table.label)
-    return None
-
-
-@dataclass
-class ReplicationProgress:
-    """Where a replication move stands (``str()`` for a progress line)."""
-
-    phase: str
-    tables_ready: int
-    tables: int
-    copied: int
-    total: int
-    lag_bytes: int | None
-    elapsed_s: float
-
-    def __str__(self) -> str:
-        lag = "?" if self.lag_bytes is None else f"{self.lag_bytes:,} bytes"
-        return (
-            f"{self.phase:<8} {self.tables_ready}/{self.tables} tables copied, "
-            f"{self.copied}/{self.total} rows, lag {lag}, {self.elapsed_s:.0f} s"
-        )
-
-
-class _State:
-    """What must survive the mover's death: the replica identities it changed (to
-    restore them), whether the fence is on and the switch position."""
-
-    def __init__(self, path: Path | None, name: str) -> None:
-        self.path, self.name = path, name
-        self.identities: dict[str, list[str | None]] = {}
-        self.fenced = False
-        self.switch_lsn: str | None = None
-        self.switched = False
-        if path is not None and path.exists():
-            data = json.loads(path.read_text())
-            if data.get("name") != name:
-                raise ValueError(
-                    f"{path} holds the state of another move ({data.get('name')!r}): "
-                    "give another --state file"
-                )
-            self.identities = data.get("identities", {})
-            self.fenced = bool(data.get("fenced"))
-            self.switch_lsn = data.get("switch_lsn")
-            self.switched = bool(data.get("switched"))
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        data = {
-            "name": self.name,
-            "method": "logical",
-            "identities": self.identities,
-            "fenced": self.fenced,
-            "switch_lsn": self.switch_lsn,
-            "switched": self.switched,
-        }
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps(data, indent=1))
-        partial.replace(self.path)
-
-    def forget(self) -> None:
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
 
 
 class LogicalMove:
@@ -272,7 +121,7 @@ class LogicalMove:
             raise ValueError(f"{name!r} is longer than {sql.MAX_IDENTIFIER} bytes")
         self.move, self.tables = move, list(tables)
         self.source, self.target, self.name, self.fence = source, target, name, fence
-        self.state = _State(None if state is None else Path(state), name)
+        self.state = ReplicationState(None if state is None else Path(state), name)
         self.poll_s, self.timeout_s = poll_s, timeout_s
         self.on_progress, self.clock = on_progress, clock
         self._total: tuple[float, int] | None = None  # (when, source rows of the range)

@@ -35,6 +35,7 @@ from .fields import (
 from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .moves import shard_move
+from .replication import logical_shard_move
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .twophase import resolve_prepared
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
@@ -66,6 +67,7 @@ __all__ = [
     "field_config",
     "lease_factory",
     "lease_table",
+    "logical_shard_move",
     "place_on_shard",
     "resolve_prepared",
     "shard_move",
