@@ -297,7 +297,7 @@ class Command(BaseCommand):
                 high=high,
                 space=logical_shards,
                 batch=batch_size,
-                state=None if cleanup or unfence else state,
+                state=None if unfence else state,
                 on_progress=self._progress_line,
             )
         except (ValueError, TypeError, LookupError) as exc:
