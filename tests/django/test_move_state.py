@@ -71,5 +71,7 @@ def test_a_finished_move_marks_its_state_and_is_not_resumed(tmp_path: Path) -> N
         cleaned = move("--state", state, "--cleanup")
         assert "kept" not in cleaned
         assert json.loads(Path(state).read_text())["finished_ms"]
+        again = move("--state", state, "--cleanup")  # cleaning up again finds nothing
+        assert "0 rows deleted" in again and "kept" not in again
         with pytest.raises(CommandError, match=r"finished at .*delete the file"):
-            move("--state", state, "--cleanup")
+            move("--state", state)  # a copy would start a new move from the old state

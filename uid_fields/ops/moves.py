@@ -178,8 +178,6 @@ class MoveState:
             raise self._refuse(
                 f"holds the state of another move ({data.get('move')!r}, not {self.move!r})"
             )
-        if data.get("finished_ms") is not None:
-            raise self._refuse(f"holds a move that finished at {_when(data['finished_ms'])}")
         if self.belongs is not None:
             theirs = data.get("belongs")
             if theirs is None:
@@ -203,6 +201,13 @@ class MoveState:
         self.switched = bool(data.get("switched", False))
         self.fingerprints = data.get("fingerprints") or {}
         self.cleaning = data.get("cleaning")
+        self.finished_ms = data.get("finished_ms")
+
+    def refuse_if_finished(self) -> None:
+        """A finished move's file may only clean up again (which finds nothing): a
+        copy or a switch with it would start a new move from the old one's state."""
+        if self.finished_ms is not None:
+            raise self._refuse(f"holds a move that finished at {_when(self.finished_ms)}")
 
     def save(self) -> None:
         if self.path is None:
@@ -552,6 +557,7 @@ class ShardMove:
         then, and a source row it lacks may be one the application deleted there (copying
         it would bring it back); ``verify()`` tells those apart from rows never copied.
         """
+        self.state.refuse_if_finished()
         if self.after_switch:
             log.info("%r: switched or deployed: nothing is copied any more", self)
             return []
@@ -718,19 +724,18 @@ class ShardMove:
         The switch records the source's fingerprint per table (rows and checksum, from
         the last verify): the rows present at the switch. The fence keeps the source so,
         and later runs compare: a source row the target lacks was then deleted there.
-        Refused once the new map is deployed or the switch is done (a run then would copy
-        over the target's new writes); a stopped switch is simply run again."""
+        Refused once the new map is deployed. Run again when done (a kill after the
+        switch, say), it copies nothing (a copy would overwrite the target's new writes):
+        it checks the source against its fingerprint, behind the fence, and returns no
+        copy reports; a stopped switch is simply run again."""
         if self.deployed:
             raise ValueError(
                 f"the map already gives logical shards {self._span()} to {self.target!r}: "
                 "the switch comes before the new map is deployed"
             )
+        self.state.refuse_if_finished()
         if self.state.switched:
-            raise ValueError(
-                f"this move is switched already: deploy the new map (logical shards "
-                f"{self._span()} on {self.target!r}), then clean up; or unfence to call "
-                "the switch off"
-            )
+            return [], self._switched_again()
         log.info("%r: closing the range on %s for the switch", self, self.source)
         self.fence.install()
         copied = self.copy()
@@ -746,6 +751,23 @@ class ShardMove:
             self.state.switched = True
             self.state.save()
         return copied, checked
+
+    def _switched_again(self) -> list[VerifyReport]:
+        """A switch run again once done (after a kill, say): it copies nothing (the
+        target may take writes already) and only checks that the source is still as
+        the switch recorded it, behind the fence, and on the target."""
+        self.fence.install()  # idempotent; it must hold until the cleanup
+        changed = [
+            t.store.label
+            for t in self.tables
+            if self.state.fingerprints.get(t.store.label) != self._fingerprint(t)
+        ]
+        if changed:
+            raise ValueError(
+                f"the source's rows of {', '.join(changed)} changed since the switch (was "
+                "the fence removed?): unfence, then switch again before deploying"
+            )
+        return self.verify()
 
     def unfence(self) -> None:
         """Call a switch off before the new map is deployed: remove the fence, and

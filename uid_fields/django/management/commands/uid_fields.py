@@ -316,7 +316,11 @@ class Command(BaseCommand):
         if cleanup:
             self._cleanup(move, dry_run)
             return
-        for copied in move.copy():
+        try:
+            copies = move.copy()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        for copied in copies:
             self.stdout.write(str(copied))
         checked = move.verify()
         for check in checked:
