@@ -123,6 +123,12 @@ class Writer(threading.Thread):
             connections.close_all()
 
 
+@pytest.fixture(autouse=True)
+def no_fence_left() -> Iterator[None]:
+    yield
+    shard_move("main", source=SOURCE, target=TARGET).fence.remove()  # the flush deletes
+
+
 @pytest.fixture
 def writer() -> Iterator[Writer]:
     thread = Writer()
