@@ -529,8 +529,10 @@ class ShardMove:
         otherwise nothing tells it from a row never copied, and it is reported."""
         count = total = target_rows = 0
         missing: dict[int, int] = {}
+        shards: set[int] = set()
         ticker = self._ticker(table, "verify")
         for source, target, _key, walked in self._pairs(table, None):
+            shards.update(self._logical(table, row) for row in (*source, *target))
             count += len(source)
             total = (total + sum(_digest(row) for row in source)) % (1 << 64)
             target_rows += len(target)
@@ -546,7 +548,7 @@ class ShardMove:
             table.store.label,
             source_rows=count,
             target_rows=target_rows,
-            logical_shards=0,
+            logical_shards=len(shards),
             differing=[] if trusted else sorted(missing),
             missing=0 if trusted else sum(missing.values()),
             deployed=True,
