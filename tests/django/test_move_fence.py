@@ -163,7 +163,9 @@ def test_every_django_write_path_is_refused_with_the_fence_and_the_unfence_reope
     while not Customer.objects.using(SOURCE).exists():
         Customer.objects.create(name="c")
     move("--state", str(tmp_path / "move.json"), "--switch")
-    move("--state", str(tmp_path / "move.json"), "--switch")  # again: idempotent
+    again = move("--state", str(tmp_path / "move.json"), "--switch")  # again: checks only
+    assert "switched:" in again and "copy " not in again and "catch-up" not in again
+    shard_move("main", source=SOURCE, target=TARGET).fence.install()  # again: idempotent
     owner = photo.owner_id
 
     def refused(write: Any) -> ShardMoveFencedError:
@@ -194,7 +196,7 @@ def test_every_django_write_path_is_refused_with_the_fence_and_the_unfence_reope
     Photo.objects.using(elsewhere).filter(caption="").update(caption="free")  # not fenced
     assert Photo.objects.using(SOURCE).get(pk=photo.pk).caption == "p"  # nothing got in
 
-    opened = move("--unfence")
+    opened = move("--state", str(tmp_path / "move.json"), "--unfence")
     assert "fence removed" in opened
     Photo.objects.filter(pk=photo.pk).update(caption="after")
     assert Photo.objects.using(SOURCE).get(pk=photo.pk).caption == "after"
