@@ -3,8 +3,9 @@ replication (``--method auto`` picks it), through the Django command.
 
 A project of its own (``tests/stress/logical_django``) puts the map ``pics`` on two
 throwaway clusters. The first run starts the replication and is called off with
-``--abort`` (nothing stays); the second copies and catches up; rows of the range are
-then updated and deleted on the source, and ``--switch`` fences the range and switches;
+``--abort`` (nothing stays); a switch is called off with ``--unfence``; the next run
+copies and catches up; rows of the range are then updated and deleted on the source,
+and ``--switch`` fences the range and switches;
 after the deploy (the project's settings with the new map), ``--cleanup`` deletes the
 source's range. The target then holds exactly the source's rows of the range as they
 were at the switch; nothing of the replication is left. Runs once, on the SQLite pass.
@@ -114,7 +115,13 @@ def test_move_shards_between_postgresql_databases_goes_by_logical_replication(
     assert replication_objects(source) == replication_objects(target) == []
     assert rows(target, pics, "true") == {} and rows(target, notes, "true") == {}
 
-    move(clusters, tmp_path)
+    assert "switched:" in move(clusters, tmp_path, "--switch")  # starts, copies, switches
+    unfenced = move(clusters, tmp_path, "--unfence")  # called off before the deploy
+    assert "fence removed" in unfenced, unfenced
+    with psycopg.connect(source, autocommit=True) as conn:  # the target's copy goes stale
+        conn.execute(f"UPDATE {pics} SET caption = 'after unfence' WHERE {IN_RANGE}")
+
+    move(clusters, tmp_path)  # a new start deletes the stale copies first
     with psycopg.connect(source, autocommit=True) as conn:  # replication carries these
         conn.execute(f"UPDATE {pics} SET caption = 'changed' WHERE {IN_RANGE} AND id % 3 = 0")
         conn.execute(f"UPDATE {notes} SET text = 'changed' WHERE {PIC_IN_RANGE} AND id % 3 = 1")

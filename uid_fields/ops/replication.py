@@ -478,7 +478,8 @@ class LogicalMove:
         remove the fence. Refused after the switch (then: deploy, and clean up)."""
         if self.state.switched:
             raise ReplicationError(
-                f"{self!r} has switched: deploy the new map and run the cleanup instead"
+                f"{self!r} has switched: deploy the new map and run the cleanup, or call the "
+                "switch off with unfence() before the deploy"
             )
         self._drop_replication()
         self._restore_identities()
@@ -487,6 +488,22 @@ class LogicalMove:
         self.fence.remove()
         self.state.forget()
         log.info("%r: aborted; everything it made is removed", self)
+
+    def unfence(self) -> None:
+        """Call a switch off before the deploy: remove the fence and forget the move.
+        The target keeps its copies of the range (no longer followed, and owned by no
+        map); the next start of a move of the range deletes them first. Refused once the
+        map gives the range to the target. Before the switch, ``abort()`` instead."""
+        if self.move.deployed:
+            raise ReplicationError(
+                f"the map gives the range to {self.target.name}: the switch cannot be "
+                "called off after the deploy"
+            )
+        if not self.state.switched:
+            raise ReplicationError(f"{self!r} has not switched: call it off with abort()")
+        self.fence.remove()
+        self.state.forget()
+        log.info("%r: the switch is called off; the fence is removed", self)
 
     def cleanup(self, *, batch: int = 1000, dry_run: bool = False) -> list[CleanupReport]:
         """After the switch and the deploy: delete the source's rows of the range,

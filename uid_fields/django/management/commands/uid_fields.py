@@ -305,6 +305,7 @@ class Command(BaseCommand):
                 switch=switch,
                 cleanup=cleanup,
                 abort=abort,
+                unfence=unfence,
                 dry_run=dry_run,
                 batch_size=batch_size,
             )
@@ -419,6 +420,7 @@ class Command(BaseCommand):
         switch: bool,
         cleanup: bool,
         abort: bool,
+        unfence: bool,
         dry_run: bool,
         batch_size: int,
     ) -> None:
@@ -443,6 +445,12 @@ class Command(BaseCommand):
                     self.stdout.write(
                         "aborted: subscription, slot, publication, the target's copies and "
                         "the fence are removed"
+                    )
+                elif unfence:
+                    logical.unfence()
+                    self.stdout.write(
+                        f"fence removed: {source} takes writes of the range again; {target}'s "
+                        "copies are left (the next move of the range deletes them first)"
                     )
                 elif cleanup:
                     for report in logical.cleanup(batch=batch_size, dry_run=dry_run):
