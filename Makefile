@@ -81,6 +81,7 @@ SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py
 	tests/core/test_twophase.py tests/sqlalchemy/test_two_phase.py \
 	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py \
 	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py \
+	tests/core/test_pg_extension.py \
 	tests/sqlalchemy/test_fan_out_faults.py \
 	tests/sqlalchemy/test_flask.py
 $(SQLA)/.installed: pyproject.toml

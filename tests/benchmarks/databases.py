@@ -363,7 +363,7 @@ def _next_id_database() -> Iterator[tuple[str, bool]]:
     it builds (``fsync=on``, as on the shared server: the commit flushes are part of what
     is measured); otherwise the shared server, without the C rows.
     """
-    from tests.postgres_servers import build_c_library, postgres_cluster
+    from tests.postgres_servers import build_c_library, create_extension, postgres_cluster
 
     settings = build_c_library()
     if settings is None:
@@ -371,7 +371,9 @@ def _next_id_database() -> Iterator[tuple[str, bool]]:
             yield url, False
         return
     with postgres_cluster(*settings, "fsync=on") as cluster:
-        yield cluster.create_database("uidf_bench_nextid"), True
+        url = cluster.create_database("uidf_bench_nextid")
+        create_extension(url)
+        yield url, True
 
 
 def _per_row(label: str, calls: int, time_s: float, base: float, base_name: str) -> list[str]:
