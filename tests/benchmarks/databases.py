@@ -488,7 +488,7 @@ def run_pg_functions(
         [
             f"On {server}. next_id() is the PL/pgSQL function of uid_fields.sql.postgres "
             "(an advisory lock and a setval per id, so concurrent sessions never repeat "
-            "an id); next_id() in C is postgres/uid_fields_pg.c (the last id in shared "
+            "an id); next_id() in C is postgres/uid_fields.c (the last id in shared "
             "memory, taken by compare-and-swap; a ceiling flushed to the WAL every half "
             "second); Instagram's original, installed beside them from the post's text, "
             "takes nextval() % 1024 and repeats ids above 1024 per ms; a plain sequence "

@@ -1,4 +1,5 @@
-"""The opt-in C next_id (``postgres/uid_fields_pg.c``) on a server that preloads it.
+"""The opt-in C next_id (the ``uid_fields`` extension, ``postgres/uid_fields.c``) on a
+server that preloads it and databases that have it.
 
 The same promises as the PL/pgSQL function, checked on a throwaway cluster started with
 ``shared_preload_libraries``: no duplicate above 1024 ids per ms, none after a crash with
