@@ -293,6 +293,15 @@ def test_a_database_without_the_extension_is_told_who_creates_it(
     assert "CREATE EXTENSION uid_fields" in said and "superuser" in said, said
     assert "uidf_no_extension" in said, said
     assert _problem(url) is not None and "CREATE EXTENSION uid_fields" in str(_problem(url))
+    engine = create_engine(url.replace("postgresql:", "postgresql+psycopg:"))
+    try:
+        with (
+            engine.connect() as connection,
+            pytest.raises(RuntimeError, match="CREATE EXTENSION uid_fields"),
+        ):
+            DatabaseIds(INSTAGRAM, language="c").check_state(connection)
+    finally:
+        engine.dispose()
     create_extension(url)
     assert _problem(url) is None
 
