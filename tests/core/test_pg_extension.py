@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -343,6 +344,35 @@ def test_another_version_of_the_extension_is_refused_naming_both(
     for said in (_install_error(url), str(_problem(url))):
         assert "0.9" in said and EXTENSION_VERSION in said, said
         assert "ALTER EXTENSION uid_fields UPDATE" in said, said
+
+
+def test_a_library_of_another_version_is_refused_naming_both() -> None:
+    """The server preloads a library built for version 0.9 (an older package's)."""
+    c_library()
+    library = Path(tempfile.mkdtemp(prefix="uidf-pglib-"))
+    try:
+        library.chmod(0o755)  # the server's user reads it
+        build = library / "src"
+        shutil.copytree(SOURCE, build, ignore=shutil.ignore_patterns("*.so", "*.o", "*.bc"))
+        source = build / "uid_fields.c"
+        current = source.read_text(encoding="utf-8")
+        source.write_text(current.replace(f'"{EXTENSION_VERSION}"', '"0.9"'), encoding="utf-8")
+        subprocess.run(
+            ["make", "-C", str(build), f"PG_CONFIG={pg_config()}", "with_llvm=no"],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        shutil.copy(build / "uid_fields.so", library / "uid_fields.so")
+        (library / "uid_fields.so").chmod(0o755)
+        settings = ("shared_preload_libraries=uid_fields", f"dynamic_library_path='{library}'")
+        with postgres_cluster(*settings) as older:
+            url = older.create_database("uidf_old_library")
+            for said in (_install_error(url), str(_problem(url))):
+                assert "library version 0.9" in said and EXTENSION_VERSION in said, said
+                assert "pg-extension --install" in said and "restart" in said, said
+    finally:
+        shutil.rmtree(library, ignore_errors=True)
 
 
 def test_a_server_that_does_not_preload_the_library_is_told_so() -> None:
