@@ -27,7 +27,7 @@ from django.dispatch import receiver
 from .. import config as core
 from .._internal.validate import positive_seconds
 from ..config import Generator, UidConfig
-from ..ops.parallel import DEFAULT_TIMEOUT_S
+from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..placement import ShardMap
 from .leases import database_lease
 
@@ -93,6 +93,17 @@ class Settings:
             return positive_seconds("FAN_OUT_TIMEOUT", value)
         except (TypeError, ValueError):
             return DEFAULT_TIMEOUT_S
+
+    @property
+    def FAN_OUT_CONCURRENCY(self) -> int | None:
+        """Queries a process runs on one shard at once for fan-outs; None (the setting is
+        absent or malformed: check E014 reports it) leaves the pool's default,
+        ``uid_fields.ops.parallel.workers()``."""
+        value = self.raw.get("FAN_OUT_CONCURRENCY")
+        try:
+            return None if value is None else check_concurrency("FAN_OUT_CONCURRENCY", value)
+        except (TypeError, ValueError):
+            return None
 
     @property
     def UNPROTECTED_SHARD_WRITES(self) -> str:

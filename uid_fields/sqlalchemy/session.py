@@ -30,7 +30,7 @@ from sqlalchemy.sql.elements import ClauseElement
 
 from .._internal.validate import positive_seconds
 from ..errors import ShardKeyError, ShardRoutingError
-from ..ops.parallel import DEFAULT_TIMEOUT_S
+from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import check_id_change, id_for_new_object
 from ..placement.shards import ShardMap
@@ -75,6 +75,7 @@ class ShardedIdSession(ShardedSession):
         replicas: Mapping[str, Sequence[Engine]] | None = None,
         read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
         fan_out_timeout: float = DEFAULT_TIMEOUT_S,
+        fan_out_concurrency: int | None = None,
         clock: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -98,6 +99,13 @@ class ShardedIdSession(ShardedSession):
         self.read_pins = Pins(read_your_writes_seconds, clock=clock)
         #: Seconds ``on_all_shards`` waits for every shard (``FanOutTimeoutError`` after).
         self.fan_out_timeout = positive_seconds("fan_out_timeout", fan_out_timeout)
+        #: Statements a process runs on one shard at once for fan-outs (None: the
+        #: pool's default, ``uid_fields.ops.parallel.workers()``).
+        self.fan_out_concurrency = (
+            None
+            if fan_out_concurrency is None
+            else check_concurrency("fan_out_concurrency", fan_out_concurrency)
+        )
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
@@ -659,6 +667,7 @@ def sharded_session(
     replicas: Mapping[str, Sequence[Engine]] | None = None,
     read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
     fan_out_timeout: float = DEFAULT_TIMEOUT_S,
+    fan_out_concurrency: int | None = None,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -673,8 +682,10 @@ def sharded_session(
     process left prepared. ``replicas={"shard_1": [engine]}`` reads a shard's rows from
     its replicas, except in a transaction that holds the shard's primary and for
     ``read_your_writes_seconds`` after this session wrote there. ``fan_out_timeout`` bounds
-    every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer).
-    Other arguments go to Session.
+    every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer),
+    the wait for a turn included; ``fan_out_concurrency`` bounds the statements the
+    process runs on one shard at once for fan-outs (each on a connection of the shard's
+    engine, returned to its pool after the statement). Other arguments go to Session.
     """
     return ShardedIdSession(
         shards,
@@ -685,6 +696,7 @@ def sharded_session(
         replicas=replicas,
         read_your_writes_seconds=read_your_writes_seconds,
         fan_out_timeout=fan_out_timeout,
+        fan_out_concurrency=fan_out_concurrency,
         **kwargs,
     )
 
