@@ -48,6 +48,7 @@ TOP_LEVEL: dict[str, type] = {
     "READ_YOUR_WRITES_SECONDS": float,
     "FAN_OUT_TIMEOUT": float,
     "FAN_OUT_CONCURRENCY": int,
+    "FAN_OUT_OFFSET_WARNING": int,
     "UNPROTECTED_SHARD_WRITES": str,
     "PUBLIC_IDS": dict,
 }
@@ -124,6 +125,13 @@ def validate_all(settings: object, *, now_ms: int | None, database_leases: bool)
             "FAN_OUT_CONCURRENCY",
             E_TYPE,
             lambda: check.integer("FAN_OUT_CONCURRENCY", bound, 0, MAX_FAN_OUT_CONCURRENCY),
+        )
+    if settings.get("FAN_OUT_OFFSET_WARNING") is not None:
+        threshold = settings["FAN_OUT_OFFSET_WARNING"]
+        report.call(
+            "FAN_OUT_OFFSET_WARNING",
+            E_TYPE,
+            lambda: check.integer("FAN_OUT_OFFSET_WARNING", threshold, 0),
         )
     if "UNPROTECTED_SHARD_WRITES" in settings:
         report.choice(

@@ -28,8 +28,9 @@ from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
-from .._internal.validate import positive_seconds
+from .._internal.validate import integer, positive_seconds
 from ..errors import ShardKeyError, ShardRoutingError
+from ..ops.pages import DEFAULT_OFFSET_WARNING
 from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import check_id_change, id_for_new_object
@@ -39,6 +40,7 @@ from .fanout import fan_out
 from .fields import FieldConfig
 from .guard import check_writes
 from .listeners import made_by_field, set_made_id
+from .pages import warn_deep_offset
 from .routing import Router, TableRoute
 from .twophase import check_postgresql, commit_two_phase
 
@@ -76,6 +78,7 @@ class ShardedIdSession(ShardedSession):
         read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
         fan_out_timeout: float = DEFAULT_TIMEOUT_S,
         fan_out_concurrency: int | None = None,
+        fan_out_offset_warning: int | None = DEFAULT_OFFSET_WARNING,
         clock: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -105,6 +108,13 @@ class ShardedIdSession(ShardedSession):
             None
             if fan_out_concurrency is None
             else check_concurrency("fan_out_concurrency", fan_out_concurrency)
+        )
+        #: A fan-out with an OFFSET above this warns (``DeepOffsetWarning``), once per
+        #: statement shape per process; None never warns.
+        self.fan_out_offset_warning = (
+            None
+            if fan_out_offset_warning is None
+            else integer("fan_out_offset_warning", fan_out_offset_warning, 0)
         )
         self.strict = strict
         self.two_phase = two_phase
@@ -227,6 +237,7 @@ class ShardedIdSession(ShardedSession):
                     "on_all_shards() runs on every shard: bind_arguments cannot pick one "
                     "(use session.execute(..., bind_arguments={'shard_id': ...}))"
                 )
+            warn_deep_offset(statement, self.fan_out_offset_warning, len(self.shard_names))
             return fan_out(self, statement, params, dict(execution_options or {}))
 
     def holds_shard_connections(self) -> bool:
@@ -668,6 +679,7 @@ def sharded_session(
     read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
     fan_out_timeout: float = DEFAULT_TIMEOUT_S,
     fan_out_concurrency: int | None = None,
+    fan_out_offset_warning: int | None = DEFAULT_OFFSET_WARNING,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -685,7 +697,9 @@ def sharded_session(
     every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer),
     the wait for a turn included; ``fan_out_concurrency`` bounds the statements the
     process runs on one shard at once for fan-outs (each on a connection of the shard's
-    engine, returned to its pool after the statement). Other arguments go to Session.
+    engine, returned to its pool after the statement). A fan-out with an OFFSET above
+    ``fan_out_offset_warning`` warns once per statement shape (``DeepOffsetWarning``: use
+    keyset pages, ``rows_after``). Other arguments go to Session.
     """
     return ShardedIdSession(
         shards,
@@ -697,6 +711,7 @@ def sharded_session(
         read_your_writes_seconds=read_your_writes_seconds,
         fan_out_timeout=fan_out_timeout,
         fan_out_concurrency=fan_out_concurrency,
+        fan_out_offset_warning=fan_out_offset_warning,
         **kwargs,
     )
 
