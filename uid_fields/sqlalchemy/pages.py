@@ -3,7 +3,7 @@
 ``session.on_all_shards(stmt.offset(n).limit(k))`` makes every shard return its first
 ``n + k`` rows (which rows the merged page skips is known only after the merge). A
 keyset page asks each shard for the ``k`` rows past the last key shown instead, on the
-key's index, whatever the depth (``uid_fields.ops.pages`` says why, and holds the rules):
+key's index, whatever the depth (``uid_fields.ops.pages`` says why, and holds the rules)::
 
     page = keyset_page(session, select(Order.id, Order.customer), Order.id, limit=20)
     more = keyset_page(session, select(Order.id, Order.customer), Order.id,
