@@ -252,3 +252,11 @@ def test_tidy_runs_the_tidy_hooks_on_each_worker_that_ran_a_call() -> None:
         assert len(tidied) == len(ran)  # nothing used since: not woken again
     finally:
         parallel._at_tidy.remove(hook)
+
+
+def test_a_lowered_concurrency_holds_for_the_calls_already_waiting() -> None:
+    peak, _ = _peak_per_name(3, 3)
+    assert peak == 3
+    peak, results = _peak_per_name(1, 4)  # the same pools, the bound lowered
+    assert results == [[0, 1]] * 4
+    assert peak == 1

@@ -141,6 +141,7 @@ class _Pool:
         self.cond = threading.Condition(threading.Lock())
         self.queue: deque[_Task] = deque()
         self.threads = 0
+        self.running = 0
         self.waiting = 0
         self.epoch = 0  # bumped by tidy(): each thread tidies once per epoch it sees
         self.used = 0  # threads that ran a call since their last tidy
@@ -210,16 +211,18 @@ class _Pool:
                         else:
                             self.due[me] = due
                     continue
-                if self.queue:
+                if self.queue and self.running < self.limit:
                     task = self.queue.popleft()
                     if not used:
                         used = True
                         self.used += 1
+                    self.running += 1
                     cond.release()
                     try:
                         task.run()
                     finally:
                         cond.acquire()
+                        self.running -= 1
                     continue
                 if self.closed or self.threads > self.limit:
                     break
