@@ -16,6 +16,7 @@ import pytest
 from django.conf import settings
 from django.core.signals import request_finished, request_started
 from django.db import connections
+from django.db.backends.signals import connection_created
 from django.test import override_settings
 from rest_framework.test import APIClient
 
@@ -118,6 +119,46 @@ def test_with_conn_max_age_the_connections_last_until_their_age(
     time.sleep(max(0.0, connected + 1.1 - time.monotonic()))
     request_finished.send(sender=None)  # the next request end after the age
     assert eventually(lambda: pool_sessions() == 0)
+
+
+def test_with_conn_health_checks_a_kept_connection_is_checked_before_reuse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _max_age(monkeypatch, None)
+    for alias in settings.SHARDS:
+        monkeypatch.setitem(connections[alias].settings_dict, "CONN_HEALTH_CHECKS", True)
+    on_every_shard()
+    failed: list[str] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        try:
+            return execute(sql, params, many, context)
+        except Exception as exc:
+            failed.append(f"{context['connection'].alias}: {type(exc).__name__}")
+            raise
+
+    def wrap(sender: Any, connection: Any, **kwargs: Any) -> None:
+        connection.execute_wrappers.append(record)  # every pool connection's queries
+
+    connection_created.connect(wrap)
+    try:
+        assert Order.objects.on_all_shards().count() > 0  # the pool threads connect
+        admin = services.postgres_connection()
+        try:  # the server drops them while they sit in the pool (a restart)
+            with admin.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = ANY(%s) AND NOT (pid = ANY(%s))",
+                    [_shard_databases(), list(_own_pids())],
+                )
+        finally:
+            admin.close()
+        assert eventually(lambda: pool_sessions() == 0)
+        request_started.send(sender=None)  # a new request: kept connections get checked
+        assert Order.objects.on_all_shards().count() > 0
+    finally:
+        connection_created.disconnect(wrap)
+    assert failed == []  # checked and replaced before the query, not after it failed
 
 
 def test_idle_pool_threads_do_not_keep_connections_forever(
