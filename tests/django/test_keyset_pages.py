@@ -172,3 +172,20 @@ def test_a_deep_offset_in_a_fan_out_warns_once_with_debug_on(orders: list[int]) 
             assert caught == []
     finally:
         pages.forget_deep_offsets()
+
+
+class SizedPages(KeysetPagination):
+    page_size = SIZE
+    page_size_query_param = "size"
+    max_page_size = 6
+
+
+class SizedList(OrderList):
+    pagination_class = SizedPages
+
+
+@pytest.mark.parametrize(("size", "rows"), [("2", 2), ("50", 6), ("0", SIZE), ("x", SIZE)])
+def test_the_page_size_parameter(orders: list[int], size: str, rows: int) -> None:
+    response = get(SizedList, f"/orders/?size={size}")
+    assert len(response.data["results"]) == rows
+    assert f"size={size}" in response.data["next"]  # kept in the links

@@ -24,7 +24,7 @@ except ModuleNotFoundError as exc:  # name the extra, not just the module
     raise missing("rest_framework", exc) from exc
 
 from rest_framework.exceptions import NotFound
-from rest_framework.pagination import BasePagination, _positive_int
+from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.utils.urls import remove_query_param, replace_query_param
@@ -116,15 +116,13 @@ class KeysetPagination(BasePagination):
         return str(value)
 
     def get_page_size(self, request: Any) -> int | None:
+        """``page_size``, or a positive int in ``page_size_query_param`` (at most
+        ``max_page_size``), as DRF's paginations read it."""
         if self.page_size_query_param:
-            try:
-                return _positive_int(
-                    request.query_params[self.page_size_query_param],
-                    strict=True,
-                    cutoff=self.max_page_size,
-                )
-            except (KeyError, ValueError):
-                pass
+            text = request.query_params.get(self.page_size_query_param, "")
+            if text.isascii() and text.isdigit() and int(text) > 0:
+                size = int(text)
+                return min(size, self.max_page_size) if self.max_page_size else size
         return self.page_size
 
     def _link(self, param: str, other: str, key: Any) -> str | None:
