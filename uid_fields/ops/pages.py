@@ -3,7 +3,7 @@ warning for deep OFFSETs that cost far more.
 
 An OFFSET cannot be pushed down to the shards: which rows the merged page skips is
 known only after the merge, so each shard returns its first ``offset + limit`` rows and
-the merge drops all but ``limit`` of them. Page 400 of 25 rows over 8 shards reads 80,200
+the merge drops all but ``limit`` of them. Page 400 of 25 rows over 8 shards reads 80,000
 rows to show 25, and walking every page reads a number of rows that grows with the
 square of the table. A keyset page instead asks each shard for the ``limit`` rows past
 the last key shown (``WHERE id < :key ORDER BY id DESC LIMIT :limit``, on the id's
