@@ -34,6 +34,7 @@ from .id_lookups import (
 )
 from .joins import load_hops, split_select_related
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
+from .pages import warn_deep_offset
 from .replicas import read_alias, replica_primaries
 from .routing import (
     check_family_keys,
@@ -371,6 +372,7 @@ class ShardedQuerySet(models.QuerySet[_M]):
             self.model._meta.ordering and self.query.default_ordering
         )
         aliases = self._shard_aliases or ()
+        warn_deep_offset(self.model, self.query.low_mark, len(aliases))  # DEBUG only
         # Relations on other databases are loaded once, for the merged page of rows.
         joined, hops = split_select_related(self, lambda: aliases)
         shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]

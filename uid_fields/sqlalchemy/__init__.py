@@ -34,6 +34,7 @@ from .fields import (
 from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .moves import shard_move
+from .pages import DeepOffsetWarning, KeysetPage, keyset_page, rows_after, rows_before
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .twophase import resolve_prepared
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
@@ -41,7 +42,9 @@ from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 __all__ = [
     "DatabaseIds",
     "DecimalIds",
+    "DeepOffsetWarning",
     "IdTime",
+    "KeysetPage",
     "LocalityUUIDField",
     "LocalityUUIDType",
     "ShardKeyError",
@@ -61,10 +64,13 @@ __all__ = [
     "check_writes",
     "database_lease",
     "field_config",
+    "keyset_page",
     "lease_factory",
     "lease_table",
     "place_on_shard",
     "resolve_prepared",
+    "rows_after",
+    "rows_before",
     "shard_move",
     "sharded_session",
     "sharded_sessionmaker",

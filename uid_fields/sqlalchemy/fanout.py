@@ -273,7 +273,10 @@ def fan_out(
             return run
 
         results = parallel.run_per_shard(
-            [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
+            [on(shard) for shard in shards],
+            names=shards,
+            timeout=session.fan_out_timeout,
+            concurrency=session.fan_out_concurrency,
         )
     else:
 

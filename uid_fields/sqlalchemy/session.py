@@ -28,9 +28,10 @@ from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
-from .._internal.validate import positive_seconds
+from .._internal.validate import integer, positive_seconds
 from ..errors import ShardKeyError, ShardRoutingError
-from ..ops.parallel import DEFAULT_TIMEOUT_S
+from ..ops.pages import DEFAULT_OFFSET_WARNING
+from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import check_id_change, id_for_new_object
 from ..placement.shards import ShardMap
@@ -39,6 +40,7 @@ from .fanout import fan_out
 from .fields import FieldConfig
 from .guard import check_writes
 from .listeners import made_by_field, set_made_id
+from .pages import warn_deep_offset
 from .routing import Router, TableRoute
 from .twophase import check_postgresql, commit_two_phase
 
@@ -75,6 +77,8 @@ class ShardedIdSession(ShardedSession):
         replicas: Mapping[str, Sequence[Engine]] | None = None,
         read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
         fan_out_timeout: float = DEFAULT_TIMEOUT_S,
+        fan_out_concurrency: int | None = None,
+        fan_out_offset_warning: int | None = DEFAULT_OFFSET_WARNING,
         clock: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -98,6 +102,20 @@ class ShardedIdSession(ShardedSession):
         self.read_pins = Pins(read_your_writes_seconds, clock=clock)
         #: Seconds ``on_all_shards`` waits for every shard (``FanOutTimeoutError`` after).
         self.fan_out_timeout = positive_seconds("fan_out_timeout", fan_out_timeout)
+        #: Statements a process runs on one shard at once for fan-outs (None: the
+        #: pool's default, ``uid_fields.ops.parallel.workers()``).
+        self.fan_out_concurrency = (
+            None
+            if fan_out_concurrency is None
+            else check_concurrency("fan_out_concurrency", fan_out_concurrency)
+        )
+        #: A fan-out with an OFFSET above this warns (``DeepOffsetWarning``), once per
+        #: statement shape per process; None never warns.
+        self.fan_out_offset_warning = (
+            None
+            if fan_out_offset_warning is None
+            else integer("fan_out_offset_warning", fan_out_offset_warning, 0)
+        )
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
@@ -219,6 +237,7 @@ class ShardedIdSession(ShardedSession):
                     "on_all_shards() runs on every shard: bind_arguments cannot pick one "
                     "(use session.execute(..., bind_arguments={'shard_id': ...}))"
                 )
+            warn_deep_offset(statement, self.fan_out_offset_warning, len(self.shard_names))
             return fan_out(self, statement, params, dict(execution_options or {}))
 
     def holds_shard_connections(self) -> bool:
@@ -659,6 +678,8 @@ def sharded_session(
     replicas: Mapping[str, Sequence[Engine]] | None = None,
     read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
     fan_out_timeout: float = DEFAULT_TIMEOUT_S,
+    fan_out_concurrency: int | None = None,
+    fan_out_offset_warning: int | None = DEFAULT_OFFSET_WARNING,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -673,8 +694,12 @@ def sharded_session(
     process left prepared. ``replicas={"shard_1": [engine]}`` reads a shard's rows from
     its replicas, except in a transaction that holds the shard's primary and for
     ``read_your_writes_seconds`` after this session wrote there. ``fan_out_timeout`` bounds
-    every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer).
-    Other arguments go to Session.
+    every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer),
+    the wait for a turn included; ``fan_out_concurrency`` bounds the statements the
+    process runs on one shard at once for fan-outs (each on a connection of the shard's
+    engine, returned to its pool after the statement). A fan-out with an OFFSET above
+    ``fan_out_offset_warning`` warns once per statement shape (``DeepOffsetWarning``: use
+    keyset pages, ``rows_after``). Other arguments go to Session.
     """
     return ShardedIdSession(
         shards,
@@ -685,6 +710,8 @@ def sharded_session(
         replicas=replicas,
         read_your_writes_seconds=read_your_writes_seconds,
         fan_out_timeout=fan_out_timeout,
+        fan_out_concurrency=fan_out_concurrency,
+        fan_out_offset_warning=fan_out_offset_warning,
         **kwargs,
     )
 
