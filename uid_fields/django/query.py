@@ -666,13 +666,18 @@ class ShardedQuerySet(models.QuerySet[_M]):
         """
         objs = list(objs)
         field = self._sharded_field
-        fill_ids(objs)
+        placed = fill_ids(objs)  # each row's database, placed once
         if field is None and parent_link(self.model) is None:
             return super().bulk_create(objs, *args, **kwargs)
+        if placed is not None and field is not None and self._db is None:
+            aliases = placed
+        else:
+            aliases = [self._alias_for_new(obj) for obj in objs]
+        checked = bool(family_keys(self.model))
         groups: dict[str, list[Any]] = {}
-        for obj in objs:
-            alias = self._alias_for_new(obj)
-            check_family_keys(obj, alias)  # bulk inserts send no pre_save
+        for obj, alias in zip(objs, aliases, strict=True):
+            if checked:
+                check_family_keys(obj, alias)  # bulk inserts send no pre_save
             groups.setdefault(alias, []).append(obj)
         self._check_transaction(groups)
         # Every shard's inserts inside its own transaction, all open until every shard

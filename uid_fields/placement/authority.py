@@ -285,6 +285,18 @@ class Placement:
         logical = self.keyless_logical_shard() if key is None else self.logical_shard_for_key(key)
         return generator.next_id(shard=logical)
 
+    def new_placed_id(self, key: object = None) -> tuple[Any, str | None]:
+        """``new_id(key)`` and the database the id names (None without a shard map),
+        with the key placed once: an adapter that records both need not place the row
+        again when it routes and groups it."""
+        generator = self.generator
+        if not isinstance(generator, ShardedIdGenerator) or key is None:
+            value = self.new_id(key)
+            return value, None if self.shard_map is None else self.shard_map.database_for(value)
+        logical = self.logical_shard_for_key(key)
+        value = generator.next_id(shard=logical)
+        return value, None if self.shard_map is None else self.shard_map.database(logical)
+
     def _open_only(self, values: list[Any], more: Any) -> list[Any]:
         """``values`` with each id that would land on a closed database replaced by a
         later one that does not (ids whose route is a hash of the id cannot be steered;
