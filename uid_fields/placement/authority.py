@@ -46,6 +46,7 @@ from .keys import (
 )
 from .routes import route_fits, route_for
 from .shards import (
+    ByField,
     Route,
     ShardMap,
 )
@@ -141,6 +142,7 @@ class Placement:
         self._keyless = itertools.count(random.randrange(1 << 16))
         self._keyless_lock = threading.Lock()
         self._steered_off: set[str] = set()  # closed databases whose keys were steered
+        self._places_as: dict[Placement, bool] = {}  # places_keys_as, per other placement
 
     # -- reading ids ---------------------------------------------------------------------
     @property
@@ -215,6 +217,30 @@ class Placement:
                 ", ".join(databases),
             )
         return logical_shard_in(shard_map, databases[mix64(number) % len(databases)], number)
+
+    def places_keys_as(self, other: Placement) -> bool:
+        """Whether every shard key gets the same logical shard here as in ``other``: the
+        same generator, route and key hash, no parent, and no closed database here to
+        steer keys off (a placement with no map, or another map, otherwise agrees). An
+        id ``other`` made for a key then fits that key here without placing it again."""
+        if self is other:
+            return True
+        known = self._places_as.get(other)
+        if known is None:
+            known = self._places_as[other] = self._compare_key_placement(other)
+        return known
+
+    def _compare_key_placement(self, other: Placement) -> bool:
+        closed = any(p.shard_map is not None and p.shard_map.closed for p in (self, other))
+        return (
+            not closed
+            and self.parent is None
+            and other.parent is None
+            and self.generator is other.generator
+            and _same_route(self.route, other.route)
+            and self.key_hash == other.key_hash
+            and self._embeds == other._embeds
+        )
 
     def database_for_key(self, key: object) -> str:
         """The database a shard key (or a parent id) puts a new row on."""
@@ -374,3 +400,12 @@ class Placement:
     def __repr__(self) -> str:
         parent = f" with parent {self.parent.name}" if self.parent is not None else ""
         return f"<Placement {self.name} {self.generator!r} {self.shard_map!r}{parent}>"
+
+
+def _same_route(a: Route, b: Route) -> bool:
+    """Whether two routes read the same logical shard from every id."""
+    if a is b:
+        return True
+    if isinstance(a, ByField) and isinstance(b, ByField):
+        return a.field == b.field and a.layout == b.layout
+    return False

@@ -16,7 +16,9 @@ through.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,24 @@ from ..errors import WrongShardError
 from ..placement import ShardMap, check_id_change, id_for_new_object, off_shard_writes_allowed
 from .routing import Router, TableRoute
 
-__all__ = ["check_writes"]
+__all__ = ["check_writes", "keys_checked"]
+
+# Set while a sharded session flushes: it placed every new row itself (the core's rule,
+# id against shard key) just before, so the INSERTs' rows need only their shard checked.
+_keys_checked: ContextVar[bool] = ContextVar("uid_fields_keys_checked", default=False)
+
+
+@contextmanager
+def keys_checked() -> Iterator[None]:
+    """The INSERTs inside hold rows whose ids were checked against their shard keys
+    already (a sharded session's flush places each new row before it writes): the
+    guard still checks that each row's id names its engine's shard, but does not place
+    every row's key a second time."""
+    token = _keys_checked.set(True)
+    try:
+        yield
+    finally:
+        _keys_checked.reset(token)
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,8 @@ def _check_insert(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> 
     key = route.column.key
     config = route.config
     key_column = config.shard_key_column if not route.by_parent and config.shard_key else None
+    if _keys_checked.get():
+        key_column = None  # placed by the session's flush a moment ago
     for row in rows:
         for suffix, value in _values_of(row, key):
             expected = route.shard_of(value)
