@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, insert, select
 from sqlalchemy.engine import Engine
 
+from uid_fields.errors import WrongShardError
 from uid_fields.placement import Placement
 from uid_fields.sqlalchemy import sharded_session
 
@@ -74,3 +75,30 @@ def test_a_key_changed_before_the_flush_is_placed_again(shards: dict[str, Engine
         session.commit()
         assert all(p.id != m for p, m in zip(photos, made, strict=True))
         assert {session.shard_of(p) for p in photos} == {home}
+
+
+def test_rows_the_flush_did_not_place_are_still_checked_in_full(
+    shards: dict[str, Engine],
+) -> None:
+    """A Core INSERT run during a flush (here from a before_flush hook) of a row whose
+    id disagrees with its key is refused by the write guard: only the rows the flush
+    placed itself skip the second placement."""
+    with sharded_session(shards) as session:
+        placement = session.router.table_route(Photo.__table__).placement  # type: ignore[union-attr]
+        home = placement.database_for_key(7)
+        other = next(
+            k
+            for k in range(10_000)
+            if placement.database_for_key(k) == home
+            and placement.logical_shard_for_key(k) != placement.logical_shard_for_key(7)
+        )
+        off_key = placement.new_id(other)  # on 7's database, not in 7's logical shard
+
+        def sneak(sess: Any, context: Any, instances: Any) -> None:
+            connection = sess.connection(bind_arguments={"shard_id": home})
+            connection.execute(insert(Photo.__table__), {"id": off_key, "owner_id": 7})
+
+        event.listen(session, "before_flush", sneak)
+        session.add(Photo(owner_id=7))
+        with pytest.raises(WrongShardError):
+            session.flush()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Table, event, inspect
@@ -115,6 +116,8 @@ class ShardedIdSession(ShardedSession):
         self._flush_shards: set[str] = set()
         # (transaction, shard) -> connection, while a flush runs (see connection_callable).
         self._flush_connections: dict[tuple[Any, str], Connection] | None = None
+        # Per table, the (id, shard key) of each row this flush placed (see guard).
+        self._placed_rows: dict[Table, set[tuple[Any, Any]]] | None = None
         # Shard name -> connection of the root transaction: what a two-phase commit
         # commits, and what a fan-out must read through to see this transaction.
         self._begun: dict[str, Connection] = {}
@@ -225,19 +228,22 @@ class ShardedIdSession(ShardedSession):
             return fan_out(self, statement, params, dict(execution_options or {}))
 
     def flush(self, objects: Sequence[Any] | None = None) -> None:
-        """``Session.flush``, with the write guard told that this flush placed its new
-        rows itself (each id checked against its shard key in ``_before_flush``), so it
-        checks each INSERTed row's shard but does not place its key again; and each
-        shard's connection looked up once, not once per row."""
+        """``Session.flush``, with the write guard told which rows this flush placed
+        itself (each id checked against its shard key in ``_before_flush``): it checks
+        each INSERTed row's shard but does not place the key of such a row again. Each
+        shard's connection is looked up once per flush, not once per row."""
         outer = self._flush_connections is None
-        if outer:
-            self._flush_connections = {}
+        if not outer:
+            super().flush(objects)
+            return
+        self._flush_connections = {}
+        self._placed_rows = {}
         try:
-            with keys_checked():
+            with keys_checked(self._placed_rows):
                 super().flush(objects)
         finally:
-            if outer:
-                self._flush_connections = None
+            self._flush_connections = None
+            self._placed_rows = None
 
     def holds_shard_connections(self) -> bool:
         """Whether this session's transaction holds a connection to any shard."""
@@ -327,6 +333,10 @@ class ShardedIdSession(ShardedSession):
                     state=state,
                 )
             value = chosen.value
+            placed = self._placed_rows
+            if placed is not None and value is not None and shard_key is not None:
+                with suppress(TypeError):  # an unhashable key: the guard checks it in full
+                    placed.setdefault(route.column.table, set()).add((value, shard_key))
         if value is not None:
             return route.shard_of(value)
         if shard_key is not None:
