@@ -12,11 +12,14 @@ its key's database is still refused.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from django.conf import settings
+from django.test import override_settings
 
 from tests.django.testapp.models import Order, Photo
 from uid_fields.django import conf
@@ -83,3 +86,21 @@ def test_a_keyless_bulk_create_reads_the_settings_once(calls: Counter[str]) -> N
     assert calls["get_generator"] + calls["get_shard_map"] <= 2
     placement = Order._meta.pk.placement  # type: ignore[union-attr]
     assert all(o._state.db == placement.database_of(o.pk) for o in orders)
+
+
+def test_objects_built_before_a_settings_change_follow_the_new_map() -> None:
+    """What a field recorded when it made an id is its placement's: after the settings
+    change (the same databases in reverse order), the rows are placed by the new map."""
+    before: Placement = Photo._meta.pk.placement  # type: ignore[union-attr]
+    photos = [Photo(owner_id=owner) for owner in range(40)]
+    old = list(settings.UID_FIELDS["SHARDS"]["main"]["databases"])
+    new = list(reversed(old))
+    config = copy.deepcopy(settings.UID_FIELDS)
+    config["SHARDS"]["main"]["databases"] = new
+    expected = {p.pk: new[old.index(before.database_for_key(p.owner_id))] for p in photos}
+    assert any(expected[p.pk] != before.database_for_key(p.owner_id) for p in photos)
+    with override_settings(UID_FIELDS=config):
+        Photo.objects.bulk_create(photos)
+        assert {p.pk: p._state.db for p in photos} == expected
+        for photo in photos:
+            assert Photo.objects.using(expected[photo.pk]).filter(pk=photo.pk).exists()
