@@ -73,9 +73,9 @@ def id_for_new_object(
     row's key is placed once, not once per write step). ``database_made`` says a
     database function makes the ids: it stamps a logical shard of its own database's
     range, not the key's, so such an id agrees with its key when it is on one of the
-    key's databases. ``what`` and
-    ``key_name`` name the model and its key in errors. Ids are made only when needed, so
-    a model whose ids a database makes can ask too, with the id it fetched.
+    key's databases. ``what`` and ``key_name`` name the model and its key in errors. Ids
+    are made only when needed, so a model whose ids a database makes can ask too, with
+    the id it fetched.
     """
     if made_for_key and given is not None:
         return NewId(given, made=False)
