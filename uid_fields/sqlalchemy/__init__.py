@@ -24,6 +24,7 @@ from .audit import audit
 from .bulk import bulk_insert
 from .comparators import IdTime
 from .ddl import DatabaseIds, DecimalIds
+from .fences import translate_fence_errors
 from .fields import (
     LocalityUUIDField,
     ShardedBigIntField,
@@ -38,6 +39,8 @@ from .pages import DeepOffsetWarning, KeysetPage, keyset_page, rows_after, rows_
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .twophase import resolve_prepared
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
+
+translate_fence_errors()  # a shard move's fence refuses writes: ShardMoveFencedError
 
 __all__ = [
     "DatabaseIds",

@@ -11,7 +11,7 @@ from typing import Any
 from django.apps import apps
 from django.core import serializers
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from ....sql import installs
 from ...audit import audit
@@ -289,6 +289,8 @@ class Command(BaseCommand):
         state: str | None,
         cleanup: bool,
         dry_run: bool = False,
+        switch: bool = False,
+        unfence: bool = False,
         **options: Any,
     ) -> None:
         if dry_run and not cleanup:
@@ -311,43 +313,105 @@ class Command(BaseCommand):
                 high=high,
                 space=logical_shards,
                 batch=batch_size,
-                state=None if cleanup else state,
+                state=state,
                 on_progress=self._progress_line,
             )
         except (ValueError, TypeError, LookupError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{move}: {', '.join(t.store.label for t in move.tables)}")
-        if cleanup:
+        if unfence:
             try:
-                cleaned = move.cleanup(dry_run=dry_run)
+                move.unfence()
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-            for report in cleaned:
-                self.stdout.write(str(report))
-            kept = sum(r.kept for r in cleaned)
-            if kept:
-                were = "would be" if dry_run else "were"
-                raise CommandError(f"{kept} rows {were} kept on {source}: they are not on {target}")
+            self.stdout.write(f"fence removed: {source} takes writes of the range again")
             return
-        for copied in move.copy():
+        if switch:
+            self._switch(move)
+            return
+        if cleanup:
+            self._cleanup(move, dry_run)
+            return
+        try:
+            copies = move.copy()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        for copied in copies:
             self.stdout.write(str(copied))
         checked = move.verify()
         for check in checked:
             self.stdout.write(str(check))
         if not all(c.ok for c in checked):
-            if move.deployed:
-                raise CommandError(f"rows of {source} are missing on {target}: run again")
+            if move.after_switch:
+                missing = sum(c.missing for c in checked)
+                raise CommandError(
+                    f"{missing} rows of {source} are not on {target}, and nothing tells "
+                    "whether they were never copied or deleted there since (the source "
+                    "changed after the switch, or there was no --switch): nothing was "
+                    "copied; --cleanup keeps them on the source and names some"
+                )
             self.stdout.write(
-                "the copy still differs where writes went on meanwhile; the run after the "
-                "new map is deployed catches up"
+                "the copy still differs where writes went on meanwhile; --switch closes "
+                "the range for writes and makes it exact"
             )
-        step = (
-            f"deployed: run move-shards --cleanup to delete the copies left on {source}"
-            if move.deployed
-            else f"next: give these logical shards to {target} in the map and deploy, "
-            "run move-shards again to catch up, then --cleanup"
-        )
+        if move.deployed:
+            step = f"deployed: run move-shards --cleanup to delete the copies left on {source}"
+        elif move.state.switched:
+            step = (
+                f"switched: give these logical shards to {target} in the map and deploy, "
+                "then run move-shards --cleanup"
+            )
+        else:
+            step = (
+                "next: run move-shards --switch (closes the range for writes on "
+                f"{source}, catches up and verifies), give these logical shards to "
+                f"{target} in the map and deploy, then run move-shards --cleanup"
+            )
         self.stdout.write(step)
+
+    def _cleanup(self, move: Any, dry_run: bool) -> None:
+        """``--cleanup``: reports, never a traceback; rows kept are named."""
+        try:
+            cleaned = move.cleanup(dry_run=dry_run)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        except DatabaseError as exc:
+            raise CommandError(
+                f"the cleanup stopped on a database error ({exc}): what it deleted was on "
+                f"{move.target}; run move-shards --cleanup again"
+            ) from None
+        for report in cleaned:
+            self.stdout.write(str(report))
+        kept = sum(r.kept for r in cleaned)
+        if kept:
+            were = "would be" if dry_run else "were"
+            raise CommandError(
+                f"{kept} rows {were} kept on {move.source} (listed above): they are not on "
+                f"{move.target}; the fence stays until a cleanup keeps nothing"
+            )
+        if not dry_run:
+            self.stdout.write(
+                f"done: the fence is removed, {move.source} keeps nothing of the range"
+            )
+
+    def _switch(self, move: Any) -> None:
+        """``--switch``: the fence, then a last catch-up and an exact verify behind it."""
+        try:
+            copied, checked = move.switch()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        for report in [*copied, *checked]:
+            self.stdout.write(str(report))
+        if not all(c.ok for c in checked):
+            raise CommandError(
+                f"the copy on {move.target} still differs behind the fence: run --switch "
+                f"again (or --unfence to call the switch off)"
+            )
+        self.stdout.write(
+            f"switched: writes of the range are closed on {move.source} (they fail with "
+            f"ShardMoveFencedError, retryable). Next: give these logical shards to "
+            f"{move.target} in the map and deploy, then run move-shards --cleanup"
+        )
 
     def _progress_line(self, progress: object) -> None:
         """A long pass's progress, at ``-v 1`` and above."""
