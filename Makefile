@@ -72,7 +72,8 @@ test-matrix: $(DJ60)/.installed $(DJ61)/.installed
 # server backends and the modules that need another extra or group (asyncio, alembic,
 # redis, PostgreSQL-made ids, the benchmark tools); `make test` runs them all.
 SQLA := .venv-sqla
-SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py \
+SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_async_fan_out.py \
+	tests/sqlalchemy/test_alembic.py \
 	tests/sqlalchemy/test_database_ids.py tests/core/test_redis_lease.py \
 	tests/core/test_redis_sequence.py tests/core/test_database_lease.py \
 	tests/core/test_lease_recovery.py tests/core/test_logging.py \
@@ -81,6 +82,7 @@ SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_alembic.py
 	tests/core/test_twophase.py tests/sqlalchemy/test_two_phase.py \
 	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py \
 	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py \
+	tests/core/test_pg_extension.py \
 	tests/sqlalchemy/test_fan_out_faults.py \
 	tests/sqlalchemy/test_flask.py
 $(SQLA)/.installed: pyproject.toml

@@ -8,12 +8,13 @@ to run as root. Trust authentication, loopback only; removed when the test ends.
 
 from __future__ import annotations
 
-import atexit
+import fcntl
 import functools
 import glob
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -223,19 +224,30 @@ def _wait_for(cluster: PostgresCluster) -> None:
             time.sleep(0.1)
 
 
-#: The project's C ``next_id`` (``postgres/``), built against the server's headers.
+#: The project's C ``next_id``: the ``uid_fields`` extension (``postgres/``).
 C_SOURCE = Path(__file__).resolve().parents[1] / "postgres"
 
 
+def pg_config(option: str | None = None) -> str:
+    """The path of ``pg_config`` (on PATH), or what it prints for ``option``."""
+    found = shutil.which("pg_config") or "pg_config"
+    if option is None:
+        return found
+    return subprocess.run(
+        [found, option], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def c_library() -> tuple[str, ...]:
-    """Build ``uid_fields_pg`` now (``make -C postgres``) and return the server settings
-    that preload it from the build directory; a skip, or a failure under
-    UID_FIELDS_REQUIRE_SERVICES=1, when the server headers are not installed."""
+    """Build and install the ``uid_fields`` extension now (as a user does:
+    ``python -m uid_fields pg-extension --install``) and return the server settings that
+    preload it; a skip, or a failure under UID_FIELDS_REQUIRE_SERVICES=1, when the server
+    headers are not installed."""
     settings = build_c_library()
     if settings is None:
         services.unavailable(
             "PostgreSQL's extension build files (postgresql-server-dev)",
-            FileNotFoundError("pg_config --pgxs"),
+            FileNotFoundError("pg_config --pgxs, postgres.h"),
         )
     return settings
 
@@ -243,33 +255,33 @@ def c_library() -> tuple[str, ...]:
 @functools.cache
 def build_c_library() -> tuple[str, ...] | None:
     """``c_library()`` for the benchmarks: None when the server headers are missing.
-    Built and copied once per process (every fixture that starts a server asks)."""
-    pg_config = shutil.which("pg_config")
-    pgxs = ""
-    if pg_config:
-        pgxs = subprocess.run(
-            [pg_config, "--pgxs"], capture_output=True, text=True, check=False
-        ).stdout.strip()
-    if not pgxs or not Path(pgxs).exists():
+    Installed once per process (every fixture that starts a server asks), under a lock:
+    parallel test runs on this machine install into the same server directories (the
+    installed files replace the old ones whole, so running servers keep theirs)."""
+    if not shutil.which("pg_config"):
         return None
-    subprocess.run(
-        ["make", "-s", "-C", str(C_SOURCE), "with_llvm=no"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return (
-        "shared_preload_libraries=uid_fields_pg",
-        f"dynamic_library_path='{_readable_copy(C_SOURCE / 'uid_fields_pg.so')}:$libdir'",
-    )
+    # PGXS's makefiles come with the client package; the headers with the server's dev one
+    headers = Path(pg_config("--includedir-server")) / "postgres.h"
+    if not Path(pg_config("--pgxs")).exists() or not headers.exists():
+        return None
+    lock = Path(tempfile.gettempdir()) / "uid-fields-pg-extension.lock"
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "uid_fields", "pg-extension", "--install"],
+                check=True,
+                capture_output=True,
+                timeout=300,
+                cwd=C_SOURCE.parent,
+                env={**os.environ, "PYTHONPATH": str(C_SOURCE.parent)},
+            )
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+    return ("shared_preload_libraries=uid_fields",)
 
 
-def _readable_copy(library: Path) -> Path:
-    """A directory the server's user can read holding a copy of ``library``: the
-    checkout may sit where the ``postgres`` user cannot enter. Removed at exit."""
-    directory = Path(tempfile.mkdtemp(prefix="uidf-pglib-"))
-    directory.chmod(0o755)
-    shutil.copy2(library, directory / library.name)
-    (directory / library.name).chmod(0o755)
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    return directory
+def create_extension(url: str) -> None:
+    """``CREATE EXTENSION uid_fields`` in the database of ``url`` (as its superuser)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS uid_fields")

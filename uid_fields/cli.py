@@ -1,4 +1,6 @@
-"""``uid-fields`` / ``python -m uid_fields``: decode, generate and inspect ids.
+"""``uid-fields`` / ``python -m uid_fields``: decode, generate and inspect ids, and build
+the PostgreSQL extension of the C ``next_id`` from the installed package
+(``pg-extension --install``).
 
 When the reader of the output leaves early (``uid-fields generate -n 100000 | head -1``),
 the command ends quietly with status 141 (128 + SIGPIPE): what a POSIX tool killed by
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,6 +23,7 @@ from ._internal.timeutil import parse_instant
 from .ids import locality, uniqid
 from .ids.generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
 from .ids.layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
+from .sql import pg_extension
 
 SCHEMES = [*PRESETS, "locality", "uniqid"]
 
@@ -133,7 +137,40 @@ def _parser() -> argparse.ArgumentParser:
     common(generate)
     inspect = sub.add_parser("inspect", help="capacity and lifetime of a layout")
     common(inspect)
+    extension = sub.add_parser(
+        "pg-extension",
+        help="build and install the uid_fields PostgreSQL extension (the C next_id)",
+        description="Build the uid_fields extension from the source this package ships, "
+        "with PGXS against pg_config's server (needs its headers, make and a C compiler), "
+        "and install it there (usually as root). Then: shared_preload_libraries = "
+        "'uid_fields', a restart, and CREATE EXTENSION uid_fields; in each database.",
+    )
+    action = extension.add_mutually_exclusive_group(required=True)
+    action.add_argument("--install", action="store_true", help="build and install it")
+    action.add_argument(
+        "--print-dir", action="store_true", help="print the directory of its source"
+    )
+    extension.add_argument("--pg-config", help="the server's pg_config (default: on PATH)")
     return parser
+
+
+def _pg_extension(args: argparse.Namespace) -> int:
+    if args.print_dir:
+        print(pg_extension.source_dir())
+        return 0
+    try:
+        installed = pg_extension.build_and_install(args.pg_config)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        print(f"uid-fields: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"installed the {pg_extension.EXTENSION} extension {pg_extension.EXTENSION_VERSION}:")
+    for path in installed:
+        print(f"  {path}")
+    print(
+        "next: shared_preload_libraries = 'uid_fields' in postgresql.conf, restart the "
+        "server, then as a superuser in each database: CREATE EXTENSION uid_fields;"
+    )
+    return 0
 
 
 def _print_mapping(data: dict[str, Any]) -> None:
@@ -145,6 +182,8 @@ def _print_mapping(data: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "pg-extension":
+        return _pg_extension(args)
     try:
         if args.command == "decode":
             result: Any = _decode(args)

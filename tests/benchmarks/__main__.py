@@ -34,6 +34,7 @@ FULL: dict[str, dict[str, Any]] = {
     "sqla_flush": {"rows": 20_000, "rounds": 3},
     "sqla_routing": {"rows": 4000, "gets": 300},
     "django": {"rows": 100_000, "rounds": 3, "sharded_rows": 4000, "gets": 300},
+    "sqla_keyed": {"rows": 1000, "rounds": 15},
     "redis": {"duration": 0.5, "rounds": 3},
 }
 QUICK: dict[str, dict[str, Any]] = {
@@ -52,7 +53,16 @@ QUICK: dict[str, dict[str, Any]] = {
     "pg_functions": {"calls": 1000, "rounds": 1, "pgbench_seconds": 1},
     "sqla_flush": {"rows": 200, "rounds": 1},
     "sqla_routing": {"rows": 200, "gets": 5},
-    "django": {"rows": 500, "rounds": 1, "sharded_rows": 200, "gets": 10},
+    "django": {
+        "rows": 500,
+        "rounds": 1,
+        "sharded_rows": 200,
+        "gets": 10,
+        "keyed_rows": 50,
+        "keyed_rounds": 1,
+        "keyed_calls": 1,
+    },
+    "sqla_keyed": {"rows": 50, "rounds": 1, "calls": 1},
     "redis": {"duration": 0.02, "rounds": 1},
 }
 
@@ -91,7 +101,7 @@ def _reachable(group: str) -> str | None:
 
 
 def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], list[str]]:
-    from . import databases, generation, memory, public_ids, redis_cost
+    from . import databases, generation, keyed_writes, memory, public_ids, redis_cost
 
     params = QUICK if quick else FULL
     plan: dict[str, list[tuple[str, Callable[..., tuple[list[Section], dict[str, Any]]]]]] = {
@@ -103,6 +113,7 @@ def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], 
             ("pg_functions", databases.run_pg_functions),
             ("sqla_flush", databases.run_sqla_flush),
             ("sqla_routing", databases.run_sqla_routing),
+            ("sqla_keyed", keyed_writes.run_sqla_keyed_flush),
         ],
         "mysql": [("mysql", databases.run_mysql)],
         "django": [("django", databases.run_django)],

@@ -24,6 +24,7 @@ from uid_fields import INSTAGRAM, TWITTER, LocalityUUIDGenerator, SnowflakeGener
 from uid_fields.ops import parallel
 from uid_fields.sql.postgres import NextIdFunction
 
+from . import keyed_writes
 from .harness import Section, alternate, median, timed
 
 __all__ = [
@@ -363,7 +364,7 @@ def _next_id_database() -> Iterator[tuple[str, bool]]:
     it builds (``fsync=on``, as on the shared server: the commit flushes are part of what
     is measured); otherwise the shared server, without the C rows.
     """
-    from tests.postgres_servers import build_c_library, postgres_cluster
+    from tests.postgres_servers import build_c_library, create_extension, postgres_cluster
 
     settings = build_c_library()
     if settings is None:
@@ -371,7 +372,9 @@ def _next_id_database() -> Iterator[tuple[str, bool]]:
             yield url, False
         return
     with postgres_cluster(*settings, "fsync=on") as cluster:
-        yield cluster.create_database("uidf_bench_nextid"), True
+        url = cluster.create_database("uidf_bench_nextid")
+        create_extension(url)
+        yield url, True
 
 
 def _per_row(label: str, calls: int, time_s: float, base: float, base_name: str) -> list[str]:
@@ -486,7 +489,7 @@ def run_pg_functions(
         [
             f"On {server}. next_id() is the PL/pgSQL function of uid_fields.sql.postgres "
             "(an advisory lock and a setval per id, so concurrent sessions never repeat "
-            "an id); next_id() in C is postgres/uid_fields_pg.c (the last id in shared "
+            "an id); next_id() in C is postgres/uid_fields.c (the last id in shared "
             "memory, taken by compare-and-swap; a ceiling flushed to the WAL every half "
             "second); Instagram's original, installed beside them from the post's text, "
             "takes nextval() % 1024 and repeats ids above 1024 per ms; a plain sequence "
@@ -754,8 +757,19 @@ def _configure_django(
                 },
                 "events": {"kind": "locality", "sequential": False},
                 "events_seq": {"kind": "locality", "sequential": True},
+                # Keyed writes (keyed_writes.py): one process writes, as in the benchmark.
+                "photos_bench": {
+                    "kind": "sharded",
+                    "layout": "instagram",
+                    "epoch": "2024-01-01T00:00:00Z",
+                    "single_process": True,
+                },
             },
-            "SHARDS": {"bench8": {"databases": [f"shard_{i}" for i in range(len(shard_urls))]}},
+            "SHARDS": {
+                "bench8": {"databases": [f"shard_{i}" for i in range(len(shard_urls))]},
+                "bench1": {"databases": ["default"]},
+                "bench4": {"databases": [f"shard_{i}" for i in range(4)]},
+            },
         },
     )
     django.setup()
@@ -796,7 +810,13 @@ def _django_models() -> dict[str, Any]:
 
 
 def run_django(
-    rows: int = 100_000, rounds: int = 3, sharded_rows: int = 4000, gets: int = 300
+    rows: int = 100_000,
+    rounds: int = 3,
+    sharded_rows: int = 4000,
+    gets: int = 300,
+    keyed_rows: int = 1000,
+    keyed_rounds: int = 15,
+    keyed_calls: int = 3,
 ) -> tuple[list[Section], dict[str, Any]]:
     names = ["uidf_bench_django", *[f"uidf_bench_shard_{i}" for i in range(SHARDS)]]
     with pg_databases(*names) as urls, _mariadb_database("uidf_bench_django") as mariadb:
@@ -804,12 +824,17 @@ def run_django(
         from django.db import connections
 
         model_of = _django_models()
+        keyed_of = keyed_writes.django_keyed_models()
         with connections["default"].schema_editor() as editor:
             for kind in KEYS:
                 editor.create_model(model_of[kind])
+            editor.create_model(keyed_of["plain"])
+            editor.create_model(keyed_of["keyed"])
         for i in range(SHARDS):
             with connections[f"shard_{i}"].schema_editor() as editor:
                 editor.create_model(model_of["sharded"])
+                if i < 4:
+                    editor.create_model(keyed_of["snowflake4"])
         if mariadb is not None:
             with connections["mariadb"].schema_editor() as editor:
                 for kind in ("snowflake", "identity"):
@@ -828,6 +853,10 @@ def run_django(
                 model_of["sharded"], sharded_rows, gets
             )
             sections.append(routed_section)
+            keyed_section, data["django_keyed"] = keyed_writes.run_django_keyed(
+                keyed_of, keyed_rows, keyed_rounds, keyed_calls
+            )
+            sections.append(keyed_section)
         finally:
             for alias in connections:
                 connections[alias].close()

@@ -56,6 +56,14 @@ CAUSES = {
         "compare-and-swap, with a ceiling flushed to the WAL twice a second; it needs "
         "the library in shared_preload_libraries on every shard."
     ),
+    "keyed_writes": (
+        "each row's key is placed once, when its object is built, and routing and the "
+        "batch reuse that answer; what remains per row is making the id itself (with "
+        "1000 distinct keys nearly every id is the first of its logical shard in its "
+        "millisecond, so the generator starts a block for it), the ORM's hook that makes "
+        "it (Django's post_init, SQLAlchemy's attribute event), the id column the plain "
+        "model does not send, and, over 4 shards, one INSERT and one COMMIT per shard."
+    ),
     "fan_out_delayed": (
         "each shard's query still costs about 0.5 ms of Python (compiling, binding, "
         "building rows) that the GIL runs one at a time on 2 cores; the 2 ms waits "
@@ -171,6 +179,30 @@ def targets(data: dict[str, Any]) -> Section:
             f"{ratio:.2f}x, {flushed['fetches_per_shard']} per shard",
             ratio <= 1.2 and flushed["fetches_per_shard"] == 1,
             CAUSES["sqla_flush"],
+        )
+    keyed = data.get("django_keyed")
+    if keyed:
+        count = keyed.get("rows", 1000)
+        for kind, label, bound in (
+            ("keyed", f"Django keyed bulk_create({count}) <= 1.25x plain, one database", 1.25),
+            (
+                "snowflake4",
+                f"Django Snowflake bulk_create({count}) over 4 shards <= 1.15x plain on one "
+                "database",
+                1.15,
+            ),
+        ):
+            ratio = keyed[kind] / keyed["plain"]
+            add(label, f"{ratio:.2f}x", ratio <= bound, CAUSES["keyed_writes"])
+    keyed_flush = data.get("sqla_keyed_flush")
+    if keyed_flush:
+        ratio = keyed_flush["keyed"] / keyed_flush["plain"]
+        add(
+            f"SQLAlchemy keyed flush of {keyed_flush.get('rows', 1000)} objects <= 1.25x "
+            "plain, one database",
+            f"{ratio:.2f}x",
+            ratio <= 1.25,
+            CAUSES["keyed_writes"],
         )
     sizes = data.get("index_size")
     if sizes:

@@ -390,3 +390,29 @@ def test_a_node_field_per_process_makes_a_sharded_layout_safe() -> None:
 def test_a_bad_sequence_names_its_key(sequence: object, path: str) -> None:
     problems = validate({"GENERATORS": {"orders": {**SHARDED, "sequence": sequence}}})
     assert path in [p.path for p in problems]
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"),
+    [
+        ("FAN_OUT_CONCURRENCY", -1),
+        ("FAN_OUT_CONCURRENCY", 257),
+        ("FAN_OUT_CONCURRENCY", 1.5),
+        ("FAN_OUT_CONCURRENCY", True),
+        ("FAN_OUT_CONCURRENCY", "4"),
+        ("FAN_OUT_OFFSET_WARNING", -1),
+        ("FAN_OUT_OFFSET_WARNING", "1000"),
+        ("FAN_OUT_OFFSET_WARNING", 1e3),
+    ],
+)
+def test_fan_out_bounds_must_be_ints_in_range(key: str, bad: object) -> None:
+    problem = only(validate(changed(key, bad)))
+    assert (problem.path, problem.code) == (key, "E014")
+
+
+@pytest.mark.parametrize(
+    ("key", "good"),
+    [("FAN_OUT_CONCURRENCY", 0), ("FAN_OUT_CONCURRENCY", 8), ("FAN_OUT_OFFSET_WARNING", None)],
+)
+def test_fan_out_bounds_that_are_sound(key: str, good: object) -> None:
+    assert validate(changed(key, good)) == []

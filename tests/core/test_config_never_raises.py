@@ -200,6 +200,8 @@ NUMBERS: list[tuple[str, dict[str, Any] | None, object, str]] = [
     ("GENERATORS.orders.fields.worker.ttl", LEASE, HUGE, "ttl"),
     ("GENERATORS.orders.fields.worker.margin", LEASE, 10**400, "margin"),
     ("READ_YOUR_WRITES_SECONDS", None, 10**400, "READ_YOUR_WRITES_SECONDS"),
+    ("FAN_OUT_CONCURRENCY", None, HUGE, "FAN_OUT_CONCURRENCY"),
+    ("FAN_OUT_OFFSET_WARNING", None, -HUGE, "FAN_OUT_OFFSET_WARNING"),
     ("SHARDS.main.logical_shards", None, HUGE, "logical_shards"),
 ]
 

@@ -93,13 +93,22 @@ def test_the_sdist_ships_what_its_tests_read() -> None:
         assert artefact in sdist["exclude"], artefact
 
 
-def test_the_wheel_carries_the_c_source_of_next_id() -> None:
-    """Who installs the wheel builds ``uid_fields_pg`` from ``uid_fields/postgres/``."""
+def test_the_wheel_carries_the_source_of_the_postgres_extension() -> None:
+    """Who installs the wheel builds the ``uid_fields`` extension from
+    ``uid_fields/postgres/`` (``python -m uid_fields pg-extension --install``): every
+    source file of ``postgres/``, a new upgrade script too, is in the wheel."""
     wheel = _pyproject()["tool"]["hatch"]["build"]["targets"]["wheel"]
-    assert wheel["force-include"] == {
-        "postgres/uid_fields_pg.c": "uid_fields/postgres/uid_fields_pg.c",
-        "postgres/Makefile": "uid_fields/postgres/Makefile",
+    source = ROOT / "postgres"
+    shipped = {
+        path.relative_to(ROOT).as_posix()
+        for path in source.rglob("*")
+        if path.is_file()
+        and path.suffix not in (".so", ".o", ".bc")
+        and path.name != ".gitignore"
+        and "results" not in path.relative_to(source).parts
+        and not path.name.startswith("regression.")
     }
+    assert wheel["force-include"] == {path: f"uid_fields/{path}" for path in shipped}
 
 
 def test_pypi_readers_get_a_status_and_keywords() -> None:

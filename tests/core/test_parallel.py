@@ -83,13 +83,21 @@ def test_shutdown_runs_the_exit_hooks_in_every_worker_thread() -> None:
     closed: set[str] = set()
     hook = lambda: closed.add(threading.current_thread().name)  # noqa: E731
     parallel.on_worker_exit(hook)
+    meet = threading.Barrier(3, timeout=5)  # three calls at once: three threads
+    ran: set[str] = set()
+
+    def call() -> None:
+        ran.add(threading.current_thread().name)
+        meet.wait()
+
     try:
         parallel.set_workers(3)
-        parallel.run_per_shard([lambda: None] * 3)
+        parallel.run_per_shard([call] * 3)
         parallel.shutdown()
     finally:
         parallel._at_exit.remove(hook)
-    assert len(closed) == 3 and all(n.startswith("uid_fields-fanout") for n in closed)
+    assert closed == ran and len(closed) == 3
+    assert all(n.startswith("uid_fields-fanout") for n in closed)
 
 
 def test_a_call_past_the_deadline_is_interrupted_and_named() -> None:
@@ -126,3 +134,129 @@ def test_a_hung_shard_does_not_starve_fan_outs_to_the_others() -> None:
     finally:
         hang.set()
     assert parallel.run_per_shard([lambda: 3, lambda: 4], names=["frozen", "ok"]) == [3, 4]
+
+
+def _peak_per_name(limit: int, fan_outs: int) -> tuple[int, list[list[int]]]:
+    running: dict[str, int] = {}
+    peak = 0
+    lock = threading.Lock()
+
+    def call(name: str, i: int) -> int:
+        nonlocal peak
+        with lock:
+            running[name] = running.get(name, 0) + 1
+            peak = max(peak, running[name])
+        time.sleep(0.05)
+        with lock:
+            running[name] -= 1
+        return i
+
+    results: list[list[int]] = []
+
+    def fan_out() -> None:
+        calls = [lambda n=n, i=i: call(n, i) for i, n in enumerate(["a", "b"])]
+        results.append(parallel.run_per_shard(calls, names=["a", "b"], concurrency=limit))
+
+    threads = [threading.Thread(target=fan_out) for _ in range(fan_outs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    return peak, results
+
+
+def test_concurrency_bounds_the_calls_running_on_one_name_at_once() -> None:
+    peak, results = _peak_per_name(1, 3)
+    assert results == [[0, 1]] * 3
+    assert peak == 1
+    peak, _ = _peak_per_name(2, 3)
+    assert peak == 2
+
+
+def test_the_deadline_holds_while_calls_wait_for_a_slot_and_cancelled_ones_never_run() -> None:
+    release = threading.Event()
+    taken = threading.Event()
+    ran: list[str] = []
+
+    def hold() -> None:
+        taken.set()
+        release.wait(10)
+
+    holder = threading.Thread(
+        target=parallel.run_per_shard,
+        args=([hold, lambda: None],),
+        kwargs={"names": ["a", "b"], "concurrency": 1},
+    )
+    holder.start()
+    try:
+        assert taken.wait(5)
+        started = time.monotonic()
+        with pytest.raises(FanOutTimeoutError) as raised:
+            parallel.run_per_shard(
+                [lambda: ran.append("a"), lambda: ran.append("b")],
+                names=["a", "b"],
+                timeout=0.3,
+                concurrency=1,
+            )
+        assert time.monotonic() - started < 2
+        assert raised.value.shards == ["a"]
+    finally:
+        release.set()
+        holder.join(5)
+    time.sleep(0.1)
+    assert ran == ["b"]  # the call that waited past the deadline was cancelled
+
+
+def test_idle_workers_exit_and_run_their_exit_hooks() -> None:
+    closed: list[str] = []
+    hook = lambda: closed.append(threading.current_thread().name)  # noqa: E731
+    parallel.on_worker_exit(hook)
+    parallel.set_idle_timeout(0.2)
+    try:
+        parallel.run_per_shard([lambda: None] * 2, names=["a", "b"])
+        deadline = time.monotonic() + 5
+        while len(closed) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        parallel.set_idle_timeout(parallel.DEFAULT_IDLE_TIMEOUT_S)
+        parallel._at_exit.remove(hook)
+    assert len(closed) == 2 and all(n.startswith("uid_fields-fanout") for n in closed)
+    assert parallel.run_per_shard([lambda: 1, lambda: 2], names=["a", "b"]) == [1, 2]
+
+
+def test_tidy_runs_the_tidy_hooks_on_each_worker_that_ran_a_call() -> None:
+    tidied: list[str] = []
+    ran: set[str] = set()
+
+    def hook() -> float | None:
+        tidied.append(threading.current_thread().name)
+        return None
+
+    def call() -> None:
+        ran.add(threading.current_thread().name)
+        time.sleep(0.05)
+
+    parallel.on_worker_tidy(hook)
+    try:
+        parallel.tidy()
+        time.sleep(0.1)
+        assert tidied == []  # no worker has run anything
+        parallel.run_per_shard([call, call, call], names=["a", "a", "b"])
+        parallel.tidy()
+        deadline = time.monotonic() + 5
+        while len(tidied) < len(ran) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sorted(tidied) == sorted(ran) and len(ran) >= 2  # on their own threads
+        parallel.tidy()
+        time.sleep(0.1)
+        assert len(tidied) == len(ran)  # nothing used since: not woken again
+    finally:
+        parallel._at_tidy.remove(hook)
+
+
+def test_a_lowered_concurrency_holds_for_the_calls_already_waiting() -> None:
+    peak, _ = _peak_per_name(3, 3)
+    assert peak == 3
+    peak, results = _peak_per_name(1, 4)  # the same pools, the bound lowered
+    assert results == [[0, 1]] * 4
+    assert peak == 1

@@ -1,4 +1,5 @@
-"""The opt-in C next_id (``postgres/uid_fields_pg.c``) on a server that preloads it.
+"""The opt-in C next_id (the ``uid_fields`` extension, ``postgres/uid_fields.c``) on a
+server that preloads it and databases that have it.
 
 The same promises as the PL/pgSQL function, checked on a throwaway cluster started with
 ``shared_preload_libraries``: no duplicate above 1024 ids per ms, none after a crash with
@@ -17,7 +18,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from tests.postgres_servers import PostgresCluster, c_library, postgres_cluster
+from tests.postgres_servers import PostgresCluster, c_library, create_extension, postgres_cluster
 from uid_fields import INSTAGRAM, SnowflakeLayout
 from uid_fields.sql.postgres import NextIdFunction
 
@@ -29,6 +30,7 @@ def cluster() -> Iterator[PostgresCluster]:
     # The WAL writer waits 10 s between rounds: only an explicit flush makes a ceiling
     # durable before the crash test's transaction ends.
     with postgres_cluster(*c_library(), "wal_writer_delay=10000") as running:
+        create_extension(running.database_url("template1"))  # in every database made here
         yield running
 
 
@@ -241,6 +243,7 @@ def test_a_read_only_transaction_is_refused_on_every_call(db: str, language: str
 
 def test_more_states_than_the_server_holds_is_a_clear_error() -> None:
     with postgres_cluster(*c_library(), "uid_fields.max_states=16") as small:
+        create_extension(small.database_url("template1"))
         url = small.create_database("uidf_c_states")
         made = []
         with _connect(url) as conn:

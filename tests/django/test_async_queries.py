@@ -43,3 +43,26 @@ def test_aget_runs_one_query_on_one_shard() -> None:
     with CaptureQueriesContext(connections[alias]) as on_shard:
         found = async_to_sync(read)()
     assert found.pk == order.pk and len(on_shard.captured_queries) == 1
+
+
+def test_aiterator_and_async_for_over_every_shard_merge_in_id_order() -> None:
+    made = [Order.objects.create(note=f"it {i}") for i in range(15)]
+    assert len({order._state.db for order in made}) > 1
+
+    async def scenario() -> None:
+        everyone = Order.objects.on_all_shards()
+        ids = [o.pk async for o in everyone.order_by("id").aiterator(chunk_size=4)]
+        assert ids == sorted(o.pk for o in made)
+        newest = [o.pk async for o in everyone.order_by("-id").aiterator()]
+        assert newest == sorted((o.pk for o in made), reverse=True)
+        notes = [o.note async for o in everyone.order_by("-id")[3:8]]
+        by_id = {o.pk: o.note for o in made}
+        assert notes == [by_id[pk] for pk in sorted(by_id, reverse=True)[3:8]]
+        assert await everyone.filter(note__startswith="it 1").acount() == 6
+        assert [pk async for pk in everyone.order_by("id").values_list("pk", flat=True)] == (
+            sorted(by_id)
+        )
+        assert await everyone.acontains(made[-1])
+        assert (await everyone.order_by("id").afirst()).pk == min(by_id)  # type: ignore[union-attr]
+
+    async_to_sync(scenario)()

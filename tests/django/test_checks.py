@@ -578,3 +578,17 @@ def test_any_uid_fields_value_gives_check_messages_never_an_exception(value: obj
     with override_settings(UID_FIELDS=value):
         messages = every_check()
     assert all(isinstance(m, checks.CheckMessage) for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"), [("FAN_OUT_CONCURRENCY", -2), ("FAN_OUT_OFFSET_WARNING", "deep")]
+)
+def test_a_bad_fan_out_bound_is_e014_and_reads_as_the_default(key: str, bad: object) -> None:
+    from uid_fields.django.conf import conf
+
+    [message] = messages_for(uid_settings(**{key: bad}))
+    assert message.id == "uid_fields.E014"
+    assert message.msg.startswith(f"UID_FIELDS.{key}: ")
+    with override_settings(UID_FIELDS=uid_settings(**{key: bad})):
+        assert conf.FAN_OUT_CONCURRENCY is None  # the pool's default
+        assert conf.FAN_OUT_OFFSET_WARNING == 1000

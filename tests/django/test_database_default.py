@@ -120,9 +120,11 @@ def test_the_operation_reverses_and_reapplies() -> None:
 
 
 def test_the_c_function_is_chosen_per_generator_and_checked_by_check_db() -> None:
-    """``"next_id_language": "c"`` installs the C function; a database that still has the
-    PL/pgSQL one is reported by ``check-db`` (the C function's own tests run on a server
-    that preloads it: tests/core/test_postgres_c_function.py)."""
+    """``"next_id_language": "c"`` installs SQL functions calling the ``uid_fields``
+    extension; on a server that does not preload its library (this one), ``check-db``
+    says so with the fix, and ``--fix`` does not try to install (the C function's own
+    tests run on a server that preloads it: tests/core/test_postgres_c_function.py and
+    tests/core/test_pg_extension.py)."""
     import copy
     from io import StringIO
 
@@ -136,7 +138,12 @@ def test_the_c_function_is_chosen_per_generator_and_checked_by_check_db() -> Non
     with override_settings(UID_FIELDS=changed):
         function = next_id_function("photos", "main", "shard_1", "uid_next_id")
         assert function.language == "c"
-        assert any("LANGUAGE c" in statement for statement in function.create_statements())
-        with pytest.raises(CommandError, match=r"missing function uid_next_id_c\(regclass,.*--fix"):
-            call_command("uid_fields", "check-db", "--database", "shard_1", stdout=StringIO())
+        statements = function.create_statements()
+        assert not any("LANGUAGE c" in statement for statement in statements)
+        assert any("uid_fields.next_id(" in statement for statement in statements)
+        for fix in ([], ["--fix"]):
+            with pytest.raises(CommandError, match=r"shared_preload_libraries = 'uid_fields'"):
+                call_command(
+                    "uid_fields", "check-db", "--database", "shard_1", *fix, stdout=StringIO()
+                )
     call_command("uid_fields", "check-db", "--database", "shard_1", stdout=StringIO())

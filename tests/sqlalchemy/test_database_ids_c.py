@@ -9,7 +9,7 @@ from sqlalchemy import BigInteger, create_engine, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from tests.postgres_servers import c_library, postgres_cluster
+from tests.postgres_servers import c_library, create_extension, postgres_cluster
 from uid_fields.placement.shards import ByField, ShardMap
 from uid_fields.sqlalchemy import DatabaseIds, ShardedBigIntField, sharded_session
 
@@ -35,6 +35,7 @@ class Photo(Base):
 @pytest.fixture(scope="module")
 def engines() -> Iterator[dict[str, Engine]]:
     with postgres_cluster(*c_library()) as cluster:
+        create_extension(cluster.database_url("template1"))
         made = {
             name: create_engine(
                 cluster.create_database(f"uidf_{name}").replace(

@@ -59,10 +59,11 @@ def test_8_connections_x_50k_ids_without_duplicates() -> None:
 
 
 def test_the_c_function_8_connections_x_50k_ids_without_duplicates() -> None:
-    from tests.postgres_servers import c_library, postgres_cluster
+    from tests.postgres_servers import c_library, create_extension, postgres_cluster
 
     with postgres_cluster(*c_library()) as cluster:
         url = cluster.create_database("uidf_stress_c")
+        create_extension(url)
         function = NextIdFunction(INSTAGRAM, shard=5, language="c")
         with psycopg.connect(url, autocommit=True) as admin:
             for statement in function.create_statements():

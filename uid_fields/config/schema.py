@@ -47,9 +47,15 @@ TOP_LEVEL: dict[str, type] = {
     "DRF_STRING_IDS": bool,
     "READ_YOUR_WRITES_SECONDS": float,
     "FAN_OUT_TIMEOUT": float,
+    "FAN_OUT_CONCURRENCY": int,
+    "FAN_OUT_OFFSET_WARNING": int,
     "UNPROTECTED_SHARD_WRITES": str,
     "PUBLIC_IDS": dict,
 }
+
+#: The highest ``FAN_OUT_CONCURRENCY`` (queries per shard at once per process); the
+#: fan-out pool (``uid_fields.ops.parallel.MAX_WORKERS``) accepts the same.
+MAX_FAN_OUT_CONCURRENCY = 256
 
 #: What a write to a shard inside a transaction that holds none there does
 #: (``UNPROTECTED_SHARD_WRITES``): warn when DEBUG is on (the default), always warn,
@@ -112,6 +118,20 @@ def validate_all(settings: object, *, now_ms: int | None, database_leases: bool)
         deadline = settings["FAN_OUT_TIMEOUT"]
         report.call(
             "FAN_OUT_TIMEOUT", E_TYPE, lambda: check.positive_seconds("FAN_OUT_TIMEOUT", deadline)
+        )
+    if "FAN_OUT_CONCURRENCY" in settings:
+        bound = settings["FAN_OUT_CONCURRENCY"]
+        report.call(
+            "FAN_OUT_CONCURRENCY",
+            E_TYPE,
+            lambda: check.integer("FAN_OUT_CONCURRENCY", bound, 0, MAX_FAN_OUT_CONCURRENCY),
+        )
+    if settings.get("FAN_OUT_OFFSET_WARNING") is not None:
+        threshold = settings["FAN_OUT_OFFSET_WARNING"]
+        report.call(
+            "FAN_OUT_OFFSET_WARNING",
+            E_TYPE,
+            lambda: check.integer("FAN_OUT_OFFSET_WARNING", threshold, 0),
         )
     if "UNPROTECTED_SHARD_WRITES" in settings:
         report.choice(

@@ -15,6 +15,7 @@ from .deletion import two_phase_deletes
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
 from .lookups import IdTime
 from .moves import shard_move
+from .pages import DeepOffsetWarning
 from .query import ShardedManager, ShardedQuerySet, sharded_atomic
 from .replicas import read_from_primary
 from .routing import ShardRouter, allow_off_shard_writes
@@ -25,6 +26,7 @@ SnowflakeField.register_lookup(IdTime)
 ShardedBigIntField.register_lookup(IdTime)
 
 __all__ = [
+    "DeepOffsetWarning",
     "LocalityUUIDField",
     "ShardRouter",
     "ShardRoutingError",

@@ -25,9 +25,10 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from .. import config as core
-from .._internal.validate import positive_seconds
+from .._internal.validate import integer, positive_seconds
 from ..config import Generator, UidConfig
-from ..ops.parallel import DEFAULT_TIMEOUT_S
+from ..ops.pages import DEFAULT_OFFSET_WARNING
+from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..placement import ShardMap
 from .leases import database_lease
 
@@ -93,6 +94,29 @@ class Settings:
             return positive_seconds("FAN_OUT_TIMEOUT", value)
         except (TypeError, ValueError):
             return DEFAULT_TIMEOUT_S
+
+    @property
+    def FAN_OUT_CONCURRENCY(self) -> int | None:
+        """Queries a process runs on one shard at once for fan-outs; None (the setting is
+        absent or malformed: check E014 reports it) leaves the pool's default,
+        ``uid_fields.ops.parallel.workers()``."""
+        value = self.raw.get("FAN_OUT_CONCURRENCY")
+        try:
+            return None if value is None else check_concurrency("FAN_OUT_CONCURRENCY", value)
+        except (TypeError, ValueError):
+            return None
+
+    @property
+    def FAN_OUT_OFFSET_WARNING(self) -> int | None:
+        """The OFFSET above which a fan-out warns (once, with DEBUG on); None: never.
+        A malformed value reads as the default."""
+        if "FAN_OUT_OFFSET_WARNING" in self.raw and self.raw["FAN_OUT_OFFSET_WARNING"] is None:
+            return None
+        value = self.raw.get("FAN_OUT_OFFSET_WARNING", DEFAULT_OFFSET_WARNING)
+        try:
+            return integer("FAN_OUT_OFFSET_WARNING", value, 0)
+        except (TypeError, ValueError):
+            return DEFAULT_OFFSET_WARNING
 
     @property
     def UNPROTECTED_SHARD_WRITES(self) -> str:

@@ -20,6 +20,7 @@ from .._internal import dbapi
 from ..errors import UnmergeableQueryError
 from ..ops import merge, parallel
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from . import pool_connections  # noqa: F401  (pool connections follow requests)
 from .compat import (
     FlatValuesListIterable,
     ModelIterable,
@@ -203,6 +204,7 @@ def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> lis
         parallel=at_once,
         names=aliases,
         timeout=conf.FAN_OUT_TIMEOUT,
+        concurrency=conf.FAN_OUT_CONCURRENCY,
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from django import forms
 from django.apps import apps
@@ -144,8 +144,12 @@ class UidField(_Field[_ST, _GT]):
         if kwargs.get("primary_key"):
             kwargs.setdefault("editable", False)
         kwargs.setdefault("blank", True)
+        # Derived from the settings once per settings generation (every row asks):
         self._placement: Placement | None = None
+        self._placement_generation = -1
+        self._shard_map: tuple[int, ShardMap | None] | None = None
         self._keyless_maker: tuple[int, Callable[[], Any]] | None = None
+        self._key_attname: str | None = None
         super().__init__(*args, **kwargs)
 
     # -- settings-backed objects ---------------------------------------------------------
@@ -157,7 +161,12 @@ class UidField(_Field[_ST, _GT]):
     def shard_map(self) -> ShardMap | None:
         if self.shards_name is None:
             return None
-        return conf.get_shard_map(self.shards_name, self.generator_name)
+        cached = self._shard_map
+        generation = conf.settings_generation()
+        if cached is None or cached[0] != generation:
+            built = conf.get_shard_map(self.shards_name, self.generator_name)
+            cached = self._shard_map = (generation, built)
+        return cached[1]
 
     @property
     def layout(self) -> IntLayout | None:
@@ -166,7 +175,17 @@ class UidField(_Field[_ST, _GT]):
 
     @property
     def placement(self) -> Placement:
-        """The core's answer to where rows of this field live (rebuilt when settings change)."""
+        """The core's answer to where rows of this field live (rebuilt when settings change).
+
+        Asked several times for every row written: looked up through the settings once
+        per settings generation (``override_settings`` starts a new one)."""
+        cached = self._placement
+        if cached is not None and self._placement_generation == conf.settings_generation():
+            return cached
+        return self._build_placement()
+
+    def _build_placement(self) -> Placement:
+        generation = conf.settings_generation()
         generator, shard_map = self.generator, self.shard_map
         parent = self.parent_field()
         parent_placement = parent.placement if parent is not None else None
@@ -184,6 +203,7 @@ class UidField(_Field[_ST, _GT]):
                 name=f"{self.model.__name__}.{self.name}",
                 key_name=f"{self.model.__name__}.{self.shard_key}" if self.shard_key else None,
             )
+        self._placement_generation = generation
         return cached
 
     @property
@@ -224,9 +244,16 @@ class UidField(_Field[_ST, _GT]):
         assert self.shard_key is not None
         return self.model._meta.get_field(self.shard_key)  # type: ignore[return-value]
 
+    def shard_key_attname(self) -> str:
+        """The attribute holding the shard key's raw value (``owner_id``), looked up once."""
+        name = self._key_attname
+        if name is None:
+            name = self._key_attname = self.shard_key_field().attname
+        return name
+
     def shard_key_value(self, instance: models.Model) -> Any:
         """The raw value of an instance's shard key (a parent's id for a foreign key)."""
-        return getattr(instance, self.shard_key_field().attname)
+        return getattr(instance, self.shard_key_attname())
 
     def logical_shard_for(self, instance: models.Model) -> int | None:
         """The logical shard an instance's shard key picks, or None if the key is unset."""
@@ -269,20 +296,22 @@ class UidField(_Field[_ST, _GT]):
             return value  # the database makes it
         if not missing and (not self.shard_key or not instance._state.adding):
             return value  # no key for it to disagree with, or a stored row's
-        key_name = self.shard_key_field().attname if self.shard_key else "shard key"
+        placement = self.placement
+        key = self.shard_key_value(instance) if self.shard_key else None
+        entry = None if missing else made_entry(instance, self.attname, value)
         chosen = id_for_new_object(
-            self.placement,
+            placement,
             None if missing else value,
-            self.shard_key_value(instance) if self.shard_key else None,
+            key,
             keyed=bool(self.shard_key),
-            ours=not missing and _made(instance).get(self.attname) == value,
+            ours=entry is not None,
+            made_for_key=made_for_key(entry, key, placement),
             database_made=self.database_default,
             what=type(instance).__name__,
-            key_name=key_name,
+            key_name=self.shard_key_attname() if self.shard_key else "shard key",
         )
         if chosen.made:
-            setattr(instance, self.attname, chosen.value)
-            _made(instance)[self.attname] = chosen.value
+            record_made(instance, self.attname, Made(chosen.value, key, placement))
         return chosen.value
 
     # -- Django hooks --------------------------------------------------------------------
@@ -377,22 +406,62 @@ def _sharded_pk(model: Any) -> UidField | None:
     return pk if isinstance(pk, UidField) and pk.shards_name is not None else None
 
 
-def _made(instance: models.Model) -> dict[str, Any]:
+class Made(NamedTuple):
+    """An id a uid field made for an unsaved object, and what it was made for: the shard
+    key, the placement and (when known) the database. While the object still holds the
+    id and neither the key nor the settings changed, the id fits its key by
+    construction: no later step (routing, ``bulk_create``) places the key again."""
+
+    value: Any
+    key: Any = None
+    placement: Placement | None = None
+    database: str | None = None
+
+
+def _made(instance: models.Model) -> dict[str, Made]:
     """The ids uid fields made for this (unsaved) object, by attribute name."""
     state = instance._state
-    made: dict[str, Any] | None = getattr(state, "uid_made", None)
+    made: dict[str, Made] | None = getattr(state, "uid_made", None)
     if made is None:
         made = state.uid_made = {}  # type: ignore[attr-defined]
     return made
 
 
+def record_made(instance: models.Model, attname: str, made: Made) -> None:
+    """Give ``instance`` the id a uid field made for it, and remember what for."""
+    setattr(instance, attname, made.value)
+    _made(instance)[attname] = made
+
+
+def made_entry(instance: models.Model, attname: str, value: Any) -> Made | None:
+    """What the field made the id ``instance`` holds (``value``) for; None when the
+    field did not make it (the caller chose it)."""
+    made: dict[str, Made] | None = getattr(instance._state, "uid_made", None)
+    entry = None if made is None else made.get(attname)
+    return entry if entry is not None and entry.value == value else None
+
+
+def made_for_key(entry: Made | None, key: Any, placement: Placement) -> bool:
+    """Whether an id the field made was made by ``placement`` for ``key`` (unchanged)."""
+    return (
+        entry is not None and entry.placement is placement and key is not None and entry.key == key
+    )
+
+
 def _fill_after_init(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
     pk = sender._meta.pk
-    if isinstance(pk, UidField) and getattr(instance, pk.attname) is None:
+    if not isinstance(pk, UidField) or getattr(instance, pk.attname) is not None:
+        return
+    if not pk.shard_key:
         value = pk.generate(instance)
         if value is not None:
-            setattr(instance, pk.attname, value)
-            _made(instance)[pk.attname] = value
+            record_made(instance, pk.attname, Made(value))
+        return
+    key = getattr(instance, pk.shard_key_attname())
+    if key is not None:  # else made when the key is known (fill)
+        placement = pk.placement
+        value, database = placement.new_placed_id(key)
+        record_made(instance, pk.attname, Made(value, key, placement, database))
 
 
 class _PartsDescriptor:

@@ -15,48 +15,67 @@ from typing import Any
 from django.db import connections, models
 
 from ..placement import check_id_change, ids_for_new_objects
-from .fields import UidField, _is_db_default, _made
+from .fields import Made, UidField, _is_db_default, made_entry, made_for_key, record_made
 
 __all__ = ["fill_ids", "new_ids_in", "refuse_id_moves"]
 
 
-def fill_ids(objs: Sequence[models.Model]) -> None:
-    """Every object's id by the core's rule for new objects, for the whole batch at once.
+def fill_ids(objs: Sequence[models.Model]) -> list[str] | None:
+    """Every object's id by the core's rule for new objects, for the whole batch at once;
+    the database of each object when the model has a shard map (None otherwise).
 
     Every object is checked before any id is made, so an explicit id that disagrees
     with its shard key is refused (``WrongShardError``) and nothing is inserted; ids the
     field made for a key changed since are made again; missing ids are made with one
-    generator call per logical shard.
+    generator call per logical shard. Each row is placed once: an id the field made
+    for the key the object still holds keeps the database recorded with it.
     """
     if not objs:
-        return
+        return None
     field = type(objs[0])._meta.pk
     if not isinstance(field, UidField) or field.database_default:
-        return
-    given = [getattr(obj, field.attname) for obj in objs]
-    if not field.shard_key and None not in given:
-        return  # ids to keep, and no key for them to disagree with
-    keys: list[Any] | None = None
-    ours: list[bool] | None = None
-    if field.shard_key:
-        keys = [field.shard_key_value(obj) for obj in objs]
-        ours = [
-            value is not None and _made(obj).get(field.attname) == value
-            for obj, value in zip(objs, given, strict=True)
-        ]
+        return None
+    placement = field.placement
+    attname = field.attname
+    given = [getattr(obj, attname) for obj in objs]
+    shard_map = placement.shard_map if field.shards_name is not None else None
+    if not field.shard_key:
+        if None in given:
+            chosen = ids_for_new_objects(placement, given, None, keyed=False)
+            for obj, decided in zip(objs, chosen, strict=True):
+                if decided.made:
+                    record_made(obj, attname, Made(decided.value))
+            given = [decided.value for decided in chosen]
+        # ids to keep, and no key for them to disagree with
+        return None if shard_map is None else [shard_map.database_for(v) for v in given]
+    key_attname = field.shard_key_attname()
+    keys = [getattr(obj, key_attname) for obj in objs]
+    entries = [
+        None if value is None else made_entry(obj, attname, value)
+        for obj, value in zip(objs, given, strict=True)
+    ]
+    fitting = [made_for_key(e, key, placement) for e, key in zip(entries, keys, strict=True)]
     chosen = ids_for_new_objects(
-        field.placement,
+        placement,
         given,
         keys,
-        keyed=bool(field.shard_key),
-        ours=ours,
+        keyed=True,
+        ours=[entry is not None for entry in entries],
+        made_for_key=fitting,
         what=field.model.__name__,
-        key_name=field.shard_key_field().attname if field.shard_key else "shard key",
+        key_name=key_attname,
     )
-    for obj, decided in zip(objs, chosen, strict=True):
+    databases: list[str] = []
+    for obj, decided, key, entry, fits in zip(objs, chosen, keys, entries, fitting, strict=True):
         if decided.made:
-            setattr(obj, field.attname, decided.value)
-            _made(obj)[field.attname] = decided.value
+            record_made(obj, attname, Made(decided.value, key, placement))
+        if shard_map is None:
+            continue
+        if fits and entry is not None and entry.database is not None:
+            databases.append(entry.database)  # placed when the id was made
+        else:
+            databases.append(shard_map.database_for(decided.value))
+    return None if shard_map is None else databases
 
 
 def new_ids_in(field: UidField, kwargs: Mapping[str, Any]) -> list[Any]:

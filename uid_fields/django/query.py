@@ -8,10 +8,12 @@ default the id, which for these ids is creation time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import nullcontext
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Self, overload
 
+from asgiref.sync import sync_to_async
 from django.apps import apps
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Max, Min, Sum
@@ -34,6 +36,7 @@ from .id_lookups import (
 )
 from .joins import load_hops, split_select_related
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
+from .pages import warn_deep_offset
 from .replicas import read_alias, replica_primaries
 from .routing import (
     check_family_keys,
@@ -54,6 +57,10 @@ from .transactions import (
 from .unique import unique_lookup_databases, validating_unique
 
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
+
+
+def _take(rows: Iterator[Any], count: int) -> list[Any]:
+    return list(islice(rows, count))
 
 
 class PrimaryModelIterable(ModelIterable):
@@ -371,6 +378,7 @@ class ShardedQuerySet(models.QuerySet[_M]):
             self.model._meta.ordering and self.query.default_ordering
         )
         aliases = self._shard_aliases or ()
+        warn_deep_offset(self.model, self.query.low_mark, len(aliases))  # DEBUG only
         # Relations on other databases are loaded once, for the merged page of rows.
         joined, hops = split_select_related(self, lambda: aliases)
         shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
@@ -416,6 +424,22 @@ class ShardedQuerySet(models.QuerySet[_M]):
         if implied is not None:
             return implied.iterator(chunk_size=chunk_size)
         return super().iterator(chunk_size=chunk_size)
+
+    async def aiterator(self, chunk_size: int = 2000) -> AsyncIterator[Any]:
+        """Django's ``aiterator()`` reads ``self.db`` itself, past ``iterator()``: over
+        several shards it is this query's ``iterator()`` (the merged fan-out), read
+        ``chunk_size`` rows at a time through ``sync_to_async`` as Django's other async
+        methods read."""
+        if not self._is_fanout() and self._implied_fanout() is None:
+            async for row in super().aiterator(chunk_size=chunk_size):
+                yield row
+            return
+        if chunk_size <= 0:
+            raise ValueError("Chunk size must be strictly positive.")
+        rows = await sync_to_async(self.iterator)(chunk_size)
+        while chunk := await sync_to_async(_take)(rows, chunk_size):
+            for row in chunk:
+                yield row
 
     def count(self) -> int:
         if not self._is_fanout():
@@ -644,13 +668,18 @@ class ShardedQuerySet(models.QuerySet[_M]):
         """
         objs = list(objs)
         field = self._sharded_field
-        fill_ids(objs)
+        placed = fill_ids(objs)  # each row's database, placed once
         if field is None and parent_link(self.model) is None:
             return super().bulk_create(objs, *args, **kwargs)
+        if placed is not None and field is not None and self._db is None:
+            aliases = placed
+        else:
+            aliases = [self._alias_for_new(obj) for obj in objs]
+        checked = bool(family_keys(self.model))
         groups: dict[str, list[Any]] = {}
-        for obj in objs:
-            alias = self._alias_for_new(obj)
-            check_family_keys(obj, alias)  # bulk inserts send no pre_save
+        for obj, alias in zip(objs, aliases, strict=True):
+            if checked:
+                check_family_keys(obj, alias)  # bulk inserts send no pre_save
             groups.setdefault(alias, []).append(obj)
         self._check_transaction(groups)
         # Every shard's inserts inside its own transaction, all open until every shard

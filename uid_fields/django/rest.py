@@ -6,6 +6,10 @@ over any ``ModelSerializer``) render these ids, and primary keys that point at t
 strings. Nothing changes DRF by itself: only ``UID_FIELDS["DRF_STRING_IDS"] = True`` (off by
 default) makes every plain ``ModelSerializer`` of the process do the same, via ``install()``.
 
+Keyset pages: ``KeysetPagination`` pages by id (``?after=<id>``), each shard returning
+one page's rows whatever the depth, where DRF's page numbers make each return every row
+before the page (``uid_fields.django.rest_pages``).
+
 Public ids: with ``Meta.public_ids = True`` a ``UidModelSerializer`` shows and reads the
 tokens of fields with a ``public_prefix`` (``PublicIdField``, ``PublicIdRelatedField``)
 instead of the ids, and ``PublicIdLookupMixin`` finds a viewset's object by its token.
@@ -41,11 +45,13 @@ from ..errors import PublicIdError
 from .fields import ShardedBigIntField, SnowflakeField, UidField
 from .lookups import _aware
 from .public_ids import decode_token, kind_of
+from .rest_pages import KeysetPagination
 from .unique import model_databases
 
 __all__ = [
     "IdStringField",
     "IdTimeFilter",
+    "KeysetPagination",
     "PublicIdField",
     "PublicIdLookupMixin",
     "PublicIdRelatedField",

@@ -5,15 +5,25 @@ trips; run together, it waits for about one. The adapters decide *whether* a fan
 run in parallel (never inside a transaction, never on connections that cannot be shared);
 this module only runs the calls:
 
-- **Bounded work per shard.** Each shard has a small pool of its own (``workers`` threads,
-  each holding its own connections), so a shard that hangs can occupy only its own
-  threads: fan-outs to other shards, and routed queries, never wait behind it.
-- **A deadline.** ``run_per_shard(..., timeout=s)`` waits at most ``s`` seconds, then
-  raises ``FanOutTimeoutError`` naming the shards that did not answer. A call that is
-  still running is interrupted through the hooks it registered (``on_timeout``: the
-  adapters shut the socket of its database connection, which a frozen server never would
-  close), and its connection is discarded; queued calls are cancelled. When the shard
-  answers again, the next fan-out works without a restart.
+- **Bounded work per shard.** Each shard has a small pool of its own: at most
+  ``concurrency`` calls run on one shard at once in the process (``workers()`` by
+  default), each on a thread holding its own connections; a call over the bound waits
+  for a thread of its shard. So a process holds at most that many fan-out connections
+  per shard, and a shard that hangs occupies only its own threads: fan-outs to other
+  shards, and routed queries, never wait behind it.
+- **Connections that end.** A thread idle for ``idle_timeout()`` seconds exits, running
+  the ``on_worker_exit`` hooks on its way out (the adapters close its connections
+  there: only their own thread can). ``tidy()`` asks each thread that ran a call since
+  its last tidy (or whose connections come due) to run the ``on_worker_tidy`` hooks, on
+  its own thread: Django's adapter calls it when a request starts and ends, and closes
+  connections past ``CONN_MAX_AGE`` there, as Django does for a request's thread.
+- **A deadline.** ``run_per_shard(..., timeout=s)`` waits at most ``s`` seconds, also
+  while calls wait for a thread, then raises ``FanOutTimeoutError`` naming the shards
+  that did not answer. A call that is still running is interrupted through the hooks it
+  registered (``on_timeout``: the adapters shut the socket of its database connection,
+  which a frozen server never would close), and its connection is discarded; waiting
+  calls are cancelled and never run. When the shard answers again, the next fan-out
+  works without a restart.
 - Every call is waited for before the first error (in shard order) is raised, so no query
   is left running behind an exception; a call made from a pool thread runs its calls one
   after another instead of waiting on the pool it occupies.
@@ -27,8 +37,10 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from contextlib import suppress
 from typing import TypeVar
 
@@ -37,32 +49,46 @@ from .._internal import validate as check
 from ..errors import FanOutTimeoutError
 
 __all__ = [
+    "DEFAULT_IDLE_TIMEOUT_S",
     "DEFAULT_TIMEOUT_S",
     "DEFAULT_WORKERS",
+    "MAX_WORKERS",
+    "check_concurrency",
+    "idle_timeout",
     "in_worker",
     "on_timeout",
     "on_worker_exit",
+    "on_worker_tidy",
     "run_per_shard",
+    "set_idle_timeout",
     "set_workers",
     "shutdown",
+    "tidy",
     "timed_out",
+    "workers",
 ]
 
 T = TypeVar("T")
 
 log = logging.getLogger("uid_fields.fanout")
 
-#: Threads per shard shared by every fan-out of the process (each holds its connections):
-#: at most this many concurrent fan-out queries per shard per process.
+#: Calls that run on one shard at once per process when the caller names no bound
+#: (``FAN_OUT_CONCURRENCY``): each on a thread of its own, holding its own connections.
 DEFAULT_WORKERS = 4
+#: The highest bound ``concurrency`` / ``set_workers`` accept.
+MAX_WORKERS = 256
 #: The deadline of a fan-out when the caller names none (``FAN_OUT_TIMEOUT``).
 DEFAULT_TIMEOUT_S = 30.0
+#: Seconds a pool thread waits for work before it exits and its connections close.
+DEFAULT_IDLE_TIMEOUT_S = 60.0
 
 _lock = threading.Lock()
-_pools: dict[str, ThreadPoolExecutor] = {}
+_pools: dict[str, _Pool] = {}
 _workers = DEFAULT_WORKERS
+_idle_timeout = DEFAULT_IDLE_TIMEOUT_S
 _local = threading.local()
 _at_exit: list[Callable[[], None]] = []
+_at_tidy: list[Callable[[], float | None]] = []
 
 
 class _Task:
@@ -73,12 +99,19 @@ class _Task:
         self.interrupts: list[Callable[[], object]] = []
         self.timed_out = False
         self.lock = threading.Lock()
+        self.future: Future[object] = Future()
+        self.context = contextvars.copy_context()
 
-    def run(self) -> object:
-        _local.worker = True
+    def run(self) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return  # cancelled while it waited for a thread: its fan-out gave up
         _local.task = self
         try:
-            return self.call()
+            result = self.context.run(self.call)
+        except BaseException as exc:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(result)
         finally:
             _local.task = None
             if self.timed_out:  # its connection was cut: never serve another query
@@ -93,15 +126,159 @@ class _Task:
                 hook()
 
 
+class _Pool:
+    """The threads of one shard: at most ``limit`` calls at once, the rest wait in order.
+
+    Threads start on demand and exit after ``idle_timeout()`` seconds without work (or
+    when the limit is lowered below their number), each running the exit hooks on its
+    own thread. ``tidy()`` wakes the threads that ran a call since their last tidy, or
+    whose connections came due, to run the tidy hooks.
+    """
+
+    def __init__(self, name: str, limit: int) -> None:
+        self.name = name
+        self.limit = limit
+        self.cond = threading.Condition(threading.Lock())
+        self.queue: deque[_Task] = deque()
+        self.threads = 0
+        self.running = 0
+        self.waiting = 0
+        self.epoch = 0  # bumped by tidy(): each thread tidies once per epoch it sees
+        self.used = 0  # threads that ran a call since their last tidy
+        self.due: dict[int, float] = {}  # thread id -> when its connections come due
+        self.closed = False
+        self.alive: list[threading.Thread] = []
+
+    def submit(self, task: _Task) -> None:
+        with self.cond:
+            self.queue.append(task)
+            if self.waiting >= len(self.queue):
+                self.cond.notify()
+            elif self.threads < self.limit:
+                self._start()
+
+    def _start(self) -> None:
+        self.threads += 1
+        thread = threading.Thread(
+            target=self._work,
+            name=f"uid_fields-fanout-{self.name or 'any'}-{self.threads}",
+            daemon=True,
+        )
+        self.alive = [t for t in self.alive if t.is_alive()]
+        self.alive.append(thread)
+        thread.start()
+
+    def cancel(self, task: _Task) -> bool:
+        """Take a waiting call off the queue; False when it already started."""
+        with self.cond:
+            if task.future.cancel():
+                with suppress(ValueError):
+                    self.queue.remove(task)
+                return True
+        return False
+
+    def needs_tidy(self, now: float) -> bool:
+        with self.cond:
+            if self.used or any(at <= now for at in self.due.values()):
+                self.epoch += 1
+                self.cond.notify_all()
+                return True
+        return False
+
+    def _work(self) -> None:
+        _local.worker = True
+        me = threading.get_ident()
+        used = False
+        seen = self.epoch
+        cond = self.cond
+        cond.acquire()
+        try:
+            while True:
+                if seen != self.epoch:
+                    seen = self.epoch
+                    due = self.due.get(me)
+                    if used or (due is not None and due <= time.monotonic()):
+                        if used:
+                            self.used -= 1
+                        used = False
+                        cond.release()
+                        try:
+                            due = _run_tidy_hooks()
+                        finally:
+                            cond.acquire()
+                        if due is None:
+                            self.due.pop(me, None)
+                        else:
+                            self.due[me] = due
+                    continue
+                if self.queue and self.running < self.limit:
+                    task = self.queue.popleft()
+                    if not used:
+                        used = True
+                        self.used += 1
+                    self.running += 1
+                    cond.release()
+                    try:
+                        task.run()
+                    finally:
+                        cond.acquire()
+                        self.running -= 1
+                    continue
+                if self.closed or self.threads > self.limit:
+                    break
+                self.waiting += 1
+                woken = cond.wait(_idle_timeout)
+                self.waiting -= 1
+                if not woken and not self.queue and seen == self.epoch:
+                    break  # idle too long: the thread goes, and its connections with it
+            self.threads -= 1
+            if used:
+                self.used -= 1
+            self.due.pop(me, None)
+        finally:
+            cond.release()
+        _run_exit_hooks()
+
+    def close(self) -> list[threading.Thread]:
+        with self.cond:
+            self.closed = True
+            for task in list(self.queue):
+                task.future.cancel()
+            self.queue.clear()
+            self.cond.notify_all()
+            return list(self.alive)
+
+
 def set_workers(count: int) -> None:
-    """Threads per shard (0 makes every fan-out sequential); takes effect for new pools."""
+    """Calls per shard at once when the caller names no ``concurrency`` (0 makes those
+    fan-outs sequential); the pools start again."""
     global _workers
-    _workers = check.integer("workers", count, 0, 256)
+    _workers = check.integer("workers", count, 0, MAX_WORKERS)
     shutdown()
 
 
 def workers() -> int:
     return _workers
+
+
+def check_concurrency(name: str, value: object) -> int:
+    """A bound of calls per shard at once: an int in 0..MAX_WORKERS (0: sequential)."""
+    return check.integer(name, value, 0, MAX_WORKERS)
+
+
+def set_idle_timeout(seconds: float) -> None:
+    """Seconds a pool thread waits for work before it exits (closing its connections)."""
+    global _idle_timeout
+    _idle_timeout = check.positive_seconds("idle_timeout", seconds)
+    with _lock:
+        pools = list(_pools.values())
+    for pool in pools:
+        with pool.cond:
+            pool.cond.notify_all()  # waiting threads start the new wait
+
+
+def idle_timeout() -> float:
+    return _idle_timeout
 
 
 def in_worker() -> bool:
@@ -110,9 +287,32 @@ def in_worker() -> bool:
 
 
 def on_worker_exit(hook: Callable[[], None]) -> None:
-    """Run ``hook`` in a worker thread when its pool shuts down, and after a call of it
-    timed out (closing the connections the worker opened, for example)."""
+    """Run ``hook`` in a worker thread when it exits (idle, or its pool shuts down), and
+    after a call of it timed out (closing the connections the worker opened, for
+    example)."""
     _at_exit.append(hook)
+
+
+def on_worker_tidy(hook: Callable[[], float | None]) -> None:
+    """Run ``hook`` in each worker thread that ran a call when ``tidy()`` is asked for
+    (closing connections past their age, for example). The hook returns the
+    ``time.monotonic()`` moment when what the thread still holds comes due (a
+    connection's age), so a later ``tidy()`` wakes the thread then although it ran
+    nothing since; None when nothing does."""
+    _at_tidy.append(hook)
+
+
+def tidy() -> None:
+    """Ask every pool thread that ran a call since its last tidy (or whose connections
+    came due) to run the ``on_worker_tidy`` hooks, on its own thread: at once when it is
+    idle, after its call when busy. Cheap when no such thread exists."""
+    if not _at_tidy:
+        return
+    with _lock:
+        pools = list(_pools.values())
+    now = time.monotonic()
+    for pool in pools:
+        pool.needs_tidy(now)
 
 
 def on_timeout(hook: Callable[[], object]) -> None:
@@ -142,13 +342,28 @@ def _run_exit_hooks() -> None:
             hook()
 
 
-def _pool(name: str) -> ThreadPoolExecutor:
+def _run_tidy_hooks() -> float | None:
+    due: float | None = None
+    for hook in _at_tidy:
+        try:
+            at = hook()
+        except Exception:  # a tidy that fails must not take the thread down
+            log.warning("fan-out: tidying a pool thread failed", exc_info=True)
+            continue
+        if at is not None:
+            due = at if due is None else min(due, at)
+    return due
+
+
+def _pool(name: str, limit: int) -> _Pool:
     with _lock:
         pool = _pools.get(name)
         if pool is None:
-            pool = _pools[name] = ThreadPoolExecutor(
-                max_workers=_workers, thread_name_prefix=f"uid_fields-fanout-{name or 'any'}"
-            )
+            pool = _pools[name] = _Pool(name, limit)
+        elif pool.limit != limit:
+            with pool.cond:
+                pool.limit = limit
+                pool.cond.notify_all()  # threads over a lowered limit exit
         return pool
 
 
@@ -158,36 +373,40 @@ def run_per_shard(
     parallel: bool = True,
     names: Sequence[str] | None = None,
     timeout: float | None = None,
+    concurrency: int | None = None,
 ) -> list[T]:
     """The results of ``calls``, in order.
 
-    They run at the same time when ``parallel``, there is more than one, the pools have
-    workers and this is not already a pool thread; call ``i`` on the pool of
-    ``names[i]`` (one shared pool without names). ``timeout`` bounds the wait:
+    They run at the same time when ``parallel``, there is more than one, the bound is
+    above 0 and this is not already a pool thread; call ``i`` on the pool of
+    ``names[i]`` (one shared pool without names), where at most ``concurrency`` calls
+    (``workers()`` when None) run at once, the process over, and the rest wait their
+    turn. ``timeout`` bounds the whole wait, the turn included:
     ``FanOutTimeoutError`` names the shards whose calls had not finished. A call that
     fails is logged on ``uid_fields.fanout`` with its name.
     """
     shown = list(names) if names is not None else [f"#{i}" for i in range(len(calls))]
     if len(shown) != len(calls):
         raise ValueError(f"{len(calls)} calls need {len(calls)} names, got {len(shown)}")
+    limit = _workers if concurrency is None else check_concurrency("concurrency", concurrency)
     calls = [_logged(call, name) for call, name in zip(calls, shown, strict=True)]
-    if not parallel or len(calls) < 2 or _workers == 0 or in_worker():
+    if not parallel or len(calls) < 2 or limit == 0 or in_worker():
         return [call() for call in calls]
     keys = list(names) if names is not None else [""] * len(calls)  # "": one shared pool
-    tasks = [_Task(call) for call in calls]
     # Each call runs in a copy of the caller's context: what the request set (its
     # read-your-writes pins, a pinned shard) holds in the workers too.
-    futures: list[Future[object]] = [
-        _pool(key).submit(contextvars.copy_context().run, task.run)
-        for key, task in zip(keys, tasks, strict=True)
-    ]
+    tasks = [_Task(call) for call in calls]
+    pools = [_pool(key, limit) for key in keys]
+    for pool, task in zip(pools, tasks, strict=True):
+        pool.submit(task)
+    futures = [task.future for task in tasks]
     _, pending = wait(futures, timeout=timeout)
     if pending:
         late = []
-        for key, task, future in zip(keys, tasks, futures, strict=True):
-            if future in pending:
+        for key, pool, task in zip(keys, pools, tasks, strict=True):
+            if task.future in pending:
                 late.append(key)
-                if not future.cancel():  # running: cut its connection
+                if not pool.cancel(task):  # running: cut its connection
                     task.interrupt()
         wait(pending, timeout=1.0)  # interrupted calls return with an error at once
         raise FanOutTimeoutError(
@@ -213,30 +432,18 @@ def _logged(call: Callable[[], T], name: str) -> Callable[[], T]:
 def shutdown() -> None:
     """Stop the pools after their running calls; the next fan-out starts new ones.
 
-    Each worker first runs the ``on_worker_exit`` hooks (its connections are its own and
-    can only be closed from its thread). A worker stuck in a call is not waited for
-    beyond a few seconds: its pool is abandoned (the thread closes its connections when
-    the call returns)."""
+    Each worker runs the ``on_worker_exit`` hooks as it exits (its connections are its
+    own and can only be closed from its thread); waiting calls are cancelled. A worker
+    stuck in a call is not waited for beyond a few seconds: it exits, closing its
+    connections, when the call returns."""
     with _lock:
         pools = list(_pools.values())
         _pools.clear()
-    for pool in pools:
-        _shut(pool)
-
-
-def _shut(pool: ThreadPoolExecutor) -> None:
-    if _at_exit:
-        count = getattr(pool, "_max_workers", _workers)
-        barrier = threading.Barrier(count)
-
-        def close() -> None:
-            with suppress(threading.BrokenBarrierError):
-                barrier.wait(2)  # holds each worker thread until every one has a task
-            _run_exit_hooks()
-
-        futures = [pool.submit(close) for _ in range(count)]
-        wait(futures, timeout=5)
-    pool.shutdown(wait=False, cancel_futures=True)
+    threads = [thread for pool in pools for thread in pool.close()]
+    deadline = time.monotonic() + 5
+    for thread in threads:
+        if thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _reset_after_fork() -> None:

@@ -46,6 +46,7 @@ from .keys import (
 )
 from .routes import route_fits, route_for
 from .shards import (
+    ByField,
     Route,
     ShardMap,
 )
@@ -141,6 +142,7 @@ class Placement:
         self._keyless = itertools.count(random.randrange(1 << 16))
         self._keyless_lock = threading.Lock()
         self._steered_off: set[str] = set()  # closed databases whose keys were steered
+        self._places_as: dict[Placement, bool] = {}  # places_keys_as, per other placement
 
     # -- reading ids ---------------------------------------------------------------------
     @property
@@ -216,6 +218,30 @@ class Placement:
             )
         return logical_shard_in(shard_map, databases[mix64(number) % len(databases)], number)
 
+    def places_keys_as(self, other: Placement) -> bool:
+        """Whether every shard key gets the same logical shard here as in ``other``: the
+        same generator, route and key hash, no parent, and no closed database here to
+        steer keys off (a placement with no map, or another map, otherwise agrees). An
+        id ``other`` made for a key then fits that key here without placing it again."""
+        if self is other:
+            return True
+        known = self._places_as.get(other)
+        if known is None:
+            known = self._places_as[other] = self._compare_key_placement(other)
+        return known
+
+    def _compare_key_placement(self, other: Placement) -> bool:
+        closed = any(p.shard_map is not None and p.shard_map.closed for p in (self, other))
+        return (
+            not closed
+            and self.parent is None
+            and other.parent is None
+            and self.generator is other.generator
+            and _same_route(self.route, other.route)
+            and self.key_hash == other.key_hash
+            and self._embeds == other._embeds
+        )
+
     def database_for_key(self, key: object) -> str:
         """The database a shard key (or a parent id) puts a new row on."""
         return self._map().database(self.logical_shard_for_key(key))
@@ -284,6 +310,18 @@ class Placement:
             return self._open_only([generator.next_id()], generator.next_id)[0]
         logical = self.keyless_logical_shard() if key is None else self.logical_shard_for_key(key)
         return generator.next_id(shard=logical)
+
+    def new_placed_id(self, key: object = None) -> tuple[Any, str | None]:
+        """``new_id(key)`` and the database the id names (None without a shard map),
+        with the key placed once: an adapter that records both need not place the row
+        again when it routes and groups it."""
+        generator = self.generator
+        if not isinstance(generator, ShardedIdGenerator) or key is None:
+            value = self.new_id(key)
+            return value, None if self.shard_map is None else self.shard_map.database_for(value)
+        logical = self.logical_shard_for_key(key)
+        value = generator.next_id(shard=logical)
+        return value, None if self.shard_map is None else self.shard_map.database(logical)
 
     def _open_only(self, values: list[Any], more: Any) -> list[Any]:
         """``values`` with each id that would land on a closed database replaced by a
@@ -362,3 +400,12 @@ class Placement:
     def __repr__(self) -> str:
         parent = f" with parent {self.parent.name}" if self.parent is not None else ""
         return f"<Placement {self.name} {self.generator!r} {self.shard_map!r}{parent}>"
+
+
+def _same_route(a: Route, b: Route) -> bool:
+    """Whether two routes read the same logical shard from every id."""
+    if a is b:
+        return True
+    if isinstance(a, ByField) and isinstance(b, ByField):
+        return a.field == b.field and a.layout == b.layout
+    return False

@@ -57,6 +57,7 @@ def id_for_new_object(
     *,
     keyed: bool,
     ours: bool = False,
+    made_for_key: bool = False,
     database_made: bool = False,
     what: str = "row",
     key_name: str = "shard key",
@@ -66,12 +67,18 @@ def id_for_new_object(
     ``given`` is the id the object holds (None for none), ``key`` its shard key's value
     (None for none; a parent's id for a co-located row), ``keyed`` whether its model has
     a shard key at all, ``ours`` whether ``given`` was made by the field rather than
-    chosen by the caller. ``database_made`` says a database function makes the ids: it
-    stamps a logical shard of its own database's range, not the key's, so such an id
-    agrees with its key when it is on one of the key's databases. ``what`` and
-    ``key_name`` name the model and its key in errors. Ids are made only when needed, so
-    a model whose ids a database makes can ask too, with the id it fetched.
+    chosen by the caller, and ``made_for_key`` that it was made by this placement for
+    the key the object holds now: such an id fits its key by construction and is kept
+    without placing the key again (the adapters record the key an id was made for, so a
+    row's key is placed once, not once per write step). ``database_made`` says a
+    database function makes the ids: it stamps a logical shard of its own database's
+    range, not the key's, so such an id agrees with its key when it is on one of the
+    key's databases. ``what`` and ``key_name`` name the model and its key in errors. Ids
+    are made only when needed, so a model whose ids a database makes can ask too, with
+    the id it fetched.
     """
+    if made_for_key and given is not None:
+        return NewId(given, made=False)
     kept = _decide(placement, given, key, keyed, ours, database_made, what, key_name)
     return kept if kept is not None else NewId(placement.new_id(key), made=True)
 
@@ -83,19 +90,24 @@ def ids_for_new_objects(
     *,
     keyed: bool,
     ours: Sequence[bool] | None = None,
+    made_for_key: Sequence[bool] | None = None,
     database_made: bool = False,
     what: str = "row",
     key_name: str = "shard key",
 ) -> list[NewId]:
     """``id_for_new_object`` for a batch (bulk inserts): the same answer for every row,
     every row checked before any id is made, and the fresh ids made with one generator
-    call per logical shard (``Placement.new_ids``). ``keys`` and ``ours`` run along
-    ``given``; None for a model without a shard key and for ids all the caller's."""
+    call per logical shard (``Placement.new_ids``). ``keys``, ``ours`` and
+    ``made_for_key`` run along ``given``; None for a model without a shard key and for
+    ids all the caller's."""
     count = len(given)
     if keys is not None and len(keys) != count:
         raise ValueError(f"{count} ids need {count} keys, got {len(keys)}")
     out: list[NewId | None] = []
     for index, value in enumerate(given):
+        if made_for_key is not None and made_for_key[index] and value is not None:
+            out.append(NewId(value, made=False))  # made for this key: fits by construction
+            continue
         key = None if keys is None else keys[index]
         mine = ours is not None and ours[index]
         out.append(_decide(placement, value, key, keyed, mine, database_made, what, key_name))

@@ -12,12 +12,14 @@ transactional. ``CREATE SEQUENCE IF NOT EXISTS`` keeps that state when the migra
 runs again.
 
 Two implementations (``language``) behind one inlined SQL ``name(shard)``: the PL/pgSQL
-``name_plpgsql`` above (nothing to install on the server), and the C ``name_c`` of
-``postgres/uid_fields_pg.c``, which keeps the last id in shared memory (compare-and-swap,
-no lock) and writes the sequence only as a flushed ceiling half a second ahead; it needs
-``shared_preload_libraries``. Both read the sequence as an upper bound of every issued id
-and move it under the same advisory lock, so either may replace the other on a live
-database.
+``name_plpgsql`` above (nothing to install on the server), and the C
+``uid_fields.next_id(...)`` of the ``uid_fields`` extension (``postgres/uid_fields.c``,
+see ``pg_extension``), which keeps the last id in shared memory (compare-and-swap, no
+lock) and writes the sequence only as a flushed ceiling half a second ahead; it needs
+``shared_preload_libraries`` and ``CREATE EXTENSION uid_fields`` in the database, after
+which ``name(shard)`` is plain SQL any role may create. Both read the sequence as an
+upper bound of every issued id and move it under the same advisory lock, so either may
+replace the other on a live database.
 
 The same layout object decodes what the function makes.
 
@@ -42,6 +44,7 @@ from typing import Any
 
 from .._internal import validate as check
 from ..ids.layouts import SnowflakeLayout
+from .pg_extension import EXTENSION, check_statement, extension_problem
 
 __all__ = ["C_LIBRARY", "DEFAULT_MAX_AHEAD_MS", "LANGUAGES", "NextIdFunction", "StateCheck"]
 
@@ -59,12 +62,13 @@ _LOCK_CLASS = 0x75696466
 SCHEMA = "__uid_fields_schema__"
 
 #: How ``next_id`` can be made: the PL/pgSQL function (the default: nothing to install on
-#: the server), or the C one of ``postgres/uid_fields_pg.c`` (faster; the library must be
-#: in the server's ``shared_preload_libraries``).
+#: the server), or the C one of the ``uid_fields`` extension (faster; the server must
+#: preload its library and the database must have the extension).
 LANGUAGES = ("plpgsql", "c")
-#: The C function's library, found through the server's ``dynamic_library_path``.
-C_LIBRARY = "uid_fields_pg"
-_C_SYMBOL = "uid_fields_next_id"
+#: The C function's library (and extension, and schema of its functions).
+C_LIBRARY = EXTENSION
+# Per-table C functions of releases before the extension (LANGUAGE c, one per table):
+# dropped with the function.
 _C_ARGUMENTS = (
     "state regclass, shard integer, epoch_ms bigint, unit_ms bigint, time_shift integer, "
     "shard_shift integer, sequence_bits integer, node_bits bigint, shard_max integer, "
@@ -155,9 +159,10 @@ class NextIdFunction:
 
     @property
     def implementation(self) -> str:
-        """The function that does the work, by ``language``: ``name_plpgsql(shard)`` or
-        ``name_c(state, shard, layout...)``."""
-        return f"{self.name}_{self.language}"
+        """The function that does the work, by ``language``: ``name_plpgsql(shard)`` (in
+        the function's own schema) or the extension's ``uid_fields.next_id(state, shard,
+        layout...)``."""
+        return f"{self.name}_plpgsql" if self.language != "c" else f"{EXTENSION}.next_id"
 
     def body(self, schema: str = SCHEMA) -> str:
         """The body of ``name(shard integer)``, its own objects qualified with ``schema``
@@ -184,7 +189,7 @@ class NextIdFunction:
         """What ``pg_proc.prosrc`` must hold, by signature, for each function whose body
         the layout, the language and the shard decide (``check-db`` compares them)."""
         implementation = (
-            {f"{self.implementation}({_C_TYPES})": _C_SYMBOL}
+            {}
             if self.language == "c"
             else {f"{self.implementation}(integer)": self.plpgsql_body(schema)}
         )
@@ -216,7 +221,7 @@ class NextIdFunction:
             str(layout.max_unit),
             str(self.max_ahead_ms or 0),
         )
-        return f" SELECT {schema}.{self.implementation}({', '.join(arguments)}) "
+        return f" SELECT {self.implementation}({', '.join(arguments)}) "
 
     def _bits(self) -> tuple[int, int, int]:
         """What both implementations put into an id besides its time and sequence: the
@@ -308,23 +313,15 @@ END
                 "$uid_fields$",
                 self.sequence,
             )
-        reload = []
+        reload, check = [], []
         if self.language == "c":
-            c = self.implementation
-            implementation = [
-                f"CREATE OR REPLACE FUNCTION {c}({_C_ARGUMENTS}) RETURNS bigint "
-                f"LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', '{_C_SYMBOL}'",
-                f"CREATE OR REPLACE FUNCTION {c}_reset(state regclass, value bigint) "
-                f"RETURNS void LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', "
-                "'uid_fields_reset_state'",
-                f"CREATE OR REPLACE FUNCTION {c}_reload(state regclass) RETURNS void "
-                f"LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', 'uid_fields_reload_state'",
-                f"CREATE OR REPLACE FUNCTION {c}_last(state regclass) RETURNS bigint "
-                f"LANGUAGE c VOLATILE STRICT AS '{C_LIBRARY}', 'uid_fields_last_issued'",
-            ]
+            # The extension's functions are there, of this package's version, and the
+            # library is preloaded; or the install stops here saying which and the fix.
+            check = [check_statement()]
+            implementation = []
             # What this server's memory holds from an earlier time as the C function may
             # be below ids the PL/pgSQL function issued since: start from the sequence.
-            reload = [f"SELECT {c}_reload('{self.sequence}')"]
+            reload = [f"SELECT {EXTENSION}.reload_state('{self.sequence}')"]
         else:
             template = self.plpgsql_body().replace("%", "%%").replace(SCHEMA, "%1$s")
             implementation = [
@@ -335,6 +332,7 @@ END
                 )
             ]
         return [
+            *check,
             f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} AS bigint MINVALUE 0 START 0",
             f"CREATE OR REPLACE FUNCTION {self.clock}() RETURNS bigint LANGUAGE sql VOLATILE "
             f"AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
@@ -357,6 +355,12 @@ END
             f"DROP SEQUENCE IF EXISTS {self.sequence}",
         ]
 
+    def server_problem(self, cursor: Any) -> str | None:
+        """What keeps the cursor's database from running this function, with the fix:
+        for the C one, the ``uid_fields`` extension missing, not preloaded or of another
+        version (``pg_extension.problem_query``); None when nothing does."""
+        return extension_problem(cursor) if self.language == "c" else None
+
     # -- the state: checked and reset over a DB-API cursor ---------------------------------
     def check_state(self, cursor: Any, tables: Iterable[str] = ()) -> StateCheck:
         """How far the state is ahead of the database's clock, and whether it can be reset.
@@ -365,9 +369,12 @@ END
         ``id`` this function fills on this database.
         """
         layout = self.layout
+        problem = self.server_problem(cursor)
+        if problem:
+            raise RuntimeError(problem)
         # The C function's sequence holds a ceiling up to half a second ahead of what it
         # issued: the last issued value is in the server's memory.
-        last = f"{self.implementation}_last('{self.sequence}'), " if self.language == "c" else ""
+        last = f"{EXTENSION}.last_issued('{self.sequence}'), " if self.language == "c" else ""
         cursor.execute(f"SELECT coalesce({last}last_value) FROM {self.sequence}")
         last_issued = int(cursor.fetchone()[0])
         cursor.execute("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
@@ -406,7 +413,7 @@ END
         lock = f"{_LOCK_CLASS}, '{self.sequence}'::regclass::oid::integer"
         cursor.execute(f"SELECT pg_advisory_lock({lock})")
         reset = (
-            f"SELECT {self.implementation}_reset('{self.sequence}', %s)"
+            f"SELECT {EXTENSION}.reset_state('{self.sequence}', %s)"
             if self.language == "c"
             else f"SELECT setval('{self.sequence}', %s, true)"
         )

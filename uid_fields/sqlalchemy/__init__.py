@@ -35,6 +35,7 @@ from .fields import (
 from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .moves import shard_move
+from .pages import DeepOffsetWarning, KeysetPage, keyset_page, rows_after, rows_before
 from .replication import logical_shard_move
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .twophase import resolve_prepared
@@ -45,7 +46,9 @@ translate_fence_errors()  # a shard move's fence refuses writes: ShardMoveFenced
 __all__ = [
     "DatabaseIds",
     "DecimalIds",
+    "DeepOffsetWarning",
     "IdTime",
+    "KeysetPage",
     "LocalityUUIDField",
     "LocalityUUIDType",
     "ShardKeyError",
@@ -65,11 +68,14 @@ __all__ = [
     "check_writes",
     "database_lease",
     "field_config",
+    "keyset_page",
     "lease_factory",
     "lease_table",
     "logical_shard_move",
     "place_on_shard",
     "resolve_prepared",
+    "rows_after",
+    "rows_before",
     "shard_move",
     "sharded_session",
     "sharded_sessionmaker",

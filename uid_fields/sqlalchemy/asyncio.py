@@ -3,6 +3,12 @@
 SQLAlchemy's asyncio extension needs ``greenlet`` (install ``uid-fields[asyncio]``), and
 importing it fails without. So it is imported when a session is made, not with this
 module: ``import uid_fields.sqlalchemy`` works with the ``sqlalchemy`` extra alone.
+
+``await on_all_shards(session, select(...))`` is the fan-out of such a session: on server
+databases one task per shard on the event loop, gathered under ``fan_out_timeout``, and
+merged by the same rules as ``ShardedIdSession.on_all_shards`` (which is what it runs,
+in the session's greenlet; ``await session.run_sync(lambda s: s.on_all_shards(...))``
+works the same way).
 """
 
 from __future__ import annotations
@@ -10,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, Result
 
 from .session import ShardedIdSession
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-__all__ = ["async_sharded_session", "async_sharded_sessionmaker"]
+__all__ = ["async_sharded_session", "async_sharded_sessionmaker", "on_all_shards"]
 
 
 def _sync_engines(shards: Mapping[str, AsyncEngine]) -> dict[str, Engine]:
@@ -43,3 +49,39 @@ def async_sharded_session(shards: Mapping[str, AsyncEngine], **kwargs: Any) -> A
     from sqlalchemy.ext.asyncio import AsyncSession  # needs greenlet
 
     return AsyncSession(sync_session_class=ShardedIdSession, shards=_sync_engines(shards), **kwargs)
+
+
+if TYPE_CHECKING:
+    # Typed as AsyncSession.execute (the session is the first argument), by the installed
+    # SQLAlchemy, as ShardedIdSession.on_all_shards is typed as Session.execute.
+    on_all_shards = AsyncSession.execute
+else:
+
+    async def on_all_shards(
+        session: AsyncSession,
+        statement: Any,
+        params: Mapping[str, Any] | None = None,
+        *,
+        execution_options: Mapping[str, Any] | None = None,
+        bind_arguments: Mapping[str, Any] | None = None,
+    ) -> Result[Any]:
+        """Run a SELECT on every shard of an async sharded session; merge the answers.
+
+        ``ShardedIdSession.on_all_shards`` run in the session's greenlet: the same merge
+        (ORDER BY, LIMIT/OFFSET, added counts), the same refusals and the same deadline;
+        over async drivers each shard is read by a task of its own on the event loop.
+        """
+        sync = session.sync_session
+        if not isinstance(sync, ShardedIdSession):
+            raise TypeError(
+                "on_all_shards() needs a session of async_sharded_session() or "
+                "async_sharded_sessionmaker()"
+            )
+        options = execution_options
+
+        def run(s: ShardedIdSession) -> Result[Any]:
+            return s.on_all_shards(
+                statement, params, execution_options=options, bind_arguments=bind_arguments
+            )
+
+        return await session.run_sync(run)

@@ -4,6 +4,9 @@ SQLAlchemy keeps a SELECT's clauses in underscore attributes (``_order_by_clause
 ``_limit_clause`` ...) and a frozen result's rows in ``FrozenResult.data``. They have been
 stable across 2.0 and 2.1, but they are not public: when a release changes them, this is
 the one module to fix, and ``tests/sqlalchemy/test_compat.py`` is the test that says so.
+The greenlet bridge of the asyncio extension (``greenlet_spawn`` runs sync code whose
+drivers await; ``await_only`` waits for a coroutine from inside it; 2.1 also names it
+``await_``) is imported from here too: ``sqlalchemy.util`` is not documented API.
 """
 
 from __future__ import annotations
@@ -13,8 +16,17 @@ from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.engine import FrozenResult, Result
+from sqlalchemy.util import await_only, greenlet_spawn
 
-__all__ = ["SelectParts", "frozen_rows", "is_plain_select", "result_of", "select_parts"]
+__all__ = [
+    "SelectParts",
+    "await_only",
+    "frozen_rows",
+    "greenlet_spawn",
+    "is_plain_select",
+    "result_of",
+    "select_parts",
+]
 
 
 @dataclass(frozen=True)

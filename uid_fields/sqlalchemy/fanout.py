@@ -32,6 +32,7 @@ from ..errors import UnmergeableQueryError
 from ..ops import merge as merging
 from ..ops import parallel
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from .async_fanout import on_event_loop, read_on_loop
 
 if TYPE_CHECKING:
     from .session import ShardedIdSession
@@ -250,8 +251,9 @@ def fan_out(
     options: dict[str, Any],
 ) -> Result[Any]:
     """``statement`` run on every shard of ``session`` and the answers merged: at once
-    (on the core's bounded pool, a connection per shard) where that is safe, else one
-    shard after another through the session."""
+    (on the core's bounded pool, a connection per shard; over async drivers, one task per
+    shard on the event loop) where that is safe, else one shard after another through
+    the session."""
     plan = plan_fan_out(statement)
     shards = list(session.shard_names)
     if _in_parallel(session, plan.per_shard):
@@ -272,9 +274,16 @@ def fan_out(
 
             return run
 
-        results = parallel.run_per_shard(
-            [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
-        )
+        if on_event_loop(engines):  # async drivers: one task per shard on the event loop
+            timeout = session.fan_out_timeout
+            results = read_on_loop(engines, plan.per_shard, params, options, timeout)
+        else:
+            results = parallel.run_per_shard(
+                [on(shard) for shard in shards],
+                names=shards,
+                timeout=session.fan_out_timeout,
+                concurrency=session.fan_out_concurrency,
+            )
     else:
 
         def through_session(shard: str) -> Callable[[], Result[Any]]:

@@ -92,6 +92,7 @@ class FieldConfig:
         self.key_hash = key_hash
         self.column: Column[Any] | None = None  # set when the class is mapped
         self._placements: dict[tuple[ShardMap | None, Placement | None], Placement] = {}
+        self._parent: tuple[FieldConfig | None] | None = None  # parent_config, once known
         if shards is not None:
             self.placement_for()  # a map that cannot read these ids fails here
 
@@ -118,21 +119,33 @@ class FieldConfig:
         self.column = column
         self.shard_key_column = shard_key_column
         self._placements.clear()
+        self._parent = None
 
     def parent_config(self) -> FieldConfig | None:
-        """The uid field of the row this column's shard key points at (co-location)."""
+        """The uid field of the row this column's shard key points at (co-location).
+
+        Asked for every object built: kept once every foreign key of the key column
+        could be read (a referenced table not in the metadata yet is asked again)."""
+        known = self._parent
+        if known is not None:
+            return known[0]
         column = self.column
         if column is None or self.shard_key_column is None:
             return None
         key_column = column.table.columns.get(self.shard_key_column)
+        settled = True
         for foreign_key in getattr(key_column, "foreign_keys", ()):
             try:
                 target = foreign_key.column
             except Exception:  # the referenced table is not in this metadata (yet)
+                settled = False
                 continue
             config = field_config(target)
             if config is not None:
+                self._parent = (config,)
                 return config
+        if settled:
+            self._parent = (None,)
         return None
 
     def placement_for(self, default_map: DefaultMap | None = None) -> Placement:

@@ -16,7 +16,9 @@ through.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +29,26 @@ from ..errors import WrongShardError
 from ..placement import ShardMap, check_id_change, id_for_new_object, off_shard_writes_allowed
 from .routing import Router, TableRoute
 
-__all__ = ["check_writes"]
+__all__ = ["check_writes", "keys_checked"]
+
+#: Set while a sharded session flushes: per table, the (id, shard key) pairs of the rows
+#: it placed itself just before (the core's rule, id against key).
+Checked = dict[Table, set[tuple[Any, Any]]]
+_keys_checked: ContextVar[Checked | None] = ContextVar("uid_fields_keys_checked", default=None)
+
+
+@contextmanager
+def keys_checked(rows: Checked) -> Iterator[None]:
+    """INSERTs inside may hold rows whose ids were checked against their shard keys
+    already: those whose (id, key) pair ``rows`` holds for their table (a sharded
+    session's flush places each new row before it writes). The guard still checks that
+    each row's id names its engine's shard, but does not place such a row's key a
+    second time; any other row is checked in full."""
+    token = _keys_checked.set(rows)
+    try:
+        yield
+    finally:
+        _keys_checked.reset(token)
 
 
 @dataclass(frozen=True)
@@ -88,6 +109,8 @@ def _check_insert(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> 
     key = route.column.key
     config = route.config
     key_column = config.shard_key_column if not route.by_parent and config.shard_key else None
+    placed = _keys_checked.get()
+    checked = placed.get(table) if placed is not None else None
     for row in rows:
         for suffix, value in _values_of(row, key):
             expected = route.shard_of(value)
@@ -101,7 +124,7 @@ def _check_insert(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> 
                     expected=expected,
                 )
             shard_key = None if key_column is None else _value_at(row, key_column, suffix)
-            if shard_key is not None:
+            if shard_key is not None and not _placed(checked, value, shard_key):
                 id_for_new_object(  # the core's rule: refuses an id its key disagrees with
                     route.placement,
                     value,
@@ -111,6 +134,16 @@ def _check_insert(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> 
                     what=table.name,
                     key_name=key_column or "shard key",
                 )
+
+
+def _placed(checked: set[tuple[Any, Any]] | None, value: Any, shard_key: Any) -> bool:
+    """Whether the session's flush placed this row, with this id and key, itself."""
+    if not checked:
+        return False
+    try:
+        return (value, shard_key) in checked
+    except TypeError:  # an unhashable key: check it in full
+        return False
 
 
 def _check_update(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> None:

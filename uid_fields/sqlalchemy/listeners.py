@@ -16,20 +16,21 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import event, inspect
-from sqlalchemy.orm import Mapper
+from sqlalchemy.orm import InstanceState, Mapper
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.schema import Column
 
 from ..errors import ShardKeyError
 from ..ids.parts import IdParts
-from ..placement import id_for_new_object
+from ..placement import Placement, id_for_new_object
 from .fields import INFO_KEY, FieldConfig
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
 __all__ = ["made_by_field", "set_made_id", "uid_columns"]
 
-# Key of ``InstanceState.info``: the ids uid fields made for a new object, by attribute.
-_MADE = "uid_fields_made"
+# Key of ``InstanceState.info``: the ids uid fields made for a new object, by attribute,
+# each with the shard key and the placement it was made for.
+_MADE_FOR = "uid_fields_made"
 
 _UidType = SnowflakeType | LocalityUUIDType | UniqIdType
 
@@ -142,46 +143,73 @@ def _on_shard_key_set(id_key: str, config: FieldConfig) -> Callable[..., None]:
         if value is None:
             return
         placement = config.placement
-        placement.logical_shard_for_key(value)  # ShardKeyError before any SQL
         state = inspect(target)
         current = state.dict.get(id_key)
         if current is None and state.key is not None:
             current = getattr(target, id_key)  # expired after a commit: reload it
         if state.key is not None:
+            placement.logical_shard_for_key(value)  # ShardKeyError before any SQL
             if current is not None and not placement.fits_key(current, value):
                 raise ShardKeyError(
                     f"{config.shard_key}={value!r} would move this row to another logical "
                     "shard; rows cannot change shards (create a new row instead)"
                 )
             return
-        if current is not None and not made_by_field(target, id_key, current):
-            return  # the caller's id: the session checks it against the key, by its map
-        chosen = id_for_new_object(
+        made = state.info.get(_MADE_FOR, {}).get(id_key)
+        if current is not None and (made is None or made[0] != current):
+            # The caller's id: the session checks it against the key, by its map.
+            placement.logical_shard_for_key(value)  # ShardKeyError before any SQL
+            return
+        chosen = id_for_new_object(  # places the key once (ShardKeyError for a bad one)
             placement,
             current,
             value,
             keyed=True,
             ours=True,
+            made_for_key=made is not None and made[1] == value and made[2] is placement,
             what=type(target).__name__,
             key_name=config.shard_key or "shard key",
         )
         if chosen.made:
-            set_made_id(target, id_key, chosen.value)
+            set_made_id(
+                target, id_key, chosen.value, shard_key=value, placement=placement, state=state
+            )
 
     return shard_key_set
 
 
-def set_made_id(target: Any, key: str, value: Any) -> None:
+def set_made_id(
+    target: Any,
+    key: str,
+    value: Any,
+    *,
+    shard_key: Any = None,
+    placement: Placement | None = None,
+    state: InstanceState[Any] | None = None,
+) -> None:
     """Give ``target`` an id the field made, remembered as the field's own: unlike an id
-    the caller chose, it is made again when the shard key changes before the insert."""
+    the caller chose, it is made again when the shard key changes before the insert.
+    With the shard key and the placement it was made for: while the key holds, the id
+    fits it by construction (the flush does not place the key again)."""
     setattr(target, key, value)
-    inspect(target).info.setdefault(_MADE, {})[key] = value
+    if state is None:
+        state = inspect(target)
+    state.info.setdefault(_MADE_FOR, {})[key] = (value, shard_key, placement)
 
 
 def made_by_field(target: Any, key: str, value: Any) -> bool:
     """Whether ``value`` is the id the field made for ``target`` (not the caller's)."""
-    made: dict[str, Any] = inspect(target).info.get(_MADE, {})
-    return key in made and made[key] == value
+    return made_for(inspect(target), key, value) is not None
+
+
+def made_for(
+    state: InstanceState[Any], key: str, value: Any
+) -> tuple[Any, Placement | None] | None:
+    """(the shard key, the placement) the field made ``value`` for, if it made it."""
+    made = state.info.get(_MADE_FOR, {}).get(key)
+    if made is None or made[0] != value:
+        return None
+    return made[1], made[2]  # the placement is None for an id made without one
 
 
 @event.listens_for(Mapper, "after_mapper_constructed")

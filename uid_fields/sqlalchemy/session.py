@@ -16,7 +16,9 @@ put in shard order first: a flush of N objects over S shards runs S batched INSE
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Table, event, inspect
@@ -28,17 +30,19 @@ from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
 from sqlalchemy.sql.elements import ClauseElement
 
-from .._internal.validate import positive_seconds
+from .._internal.validate import integer, positive_seconds
 from ..errors import ShardKeyError, ShardRoutingError
-from ..ops.parallel import DEFAULT_TIMEOUT_S
+from ..ops.pages import DEFAULT_OFFSET_WARNING
+from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import check_id_change, id_for_new_object
 from ..placement.shards import ShardMap
 from .compat import is_plain_select
 from .fanout import fan_out
 from .fields import FieldConfig
-from .guard import check_writes
-from .listeners import made_by_field, set_made_id
+from .guard import check_writes, keys_checked
+from .listeners import made_for, set_made_id
+from .pages import warn_deep_offset
 from .routing import Router, TableRoute
 from .twophase import check_postgresql, commit_two_phase
 
@@ -75,6 +79,8 @@ class ShardedIdSession(ShardedSession):
         replicas: Mapping[str, Sequence[Engine]] | None = None,
         read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
         fan_out_timeout: float = DEFAULT_TIMEOUT_S,
+        fan_out_concurrency: int | None = None,
+        fan_out_offset_warning: int | None = DEFAULT_OFFSET_WARNING,
         clock: Callable[[], float] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -98,6 +104,20 @@ class ShardedIdSession(ShardedSession):
         self.read_pins = Pins(read_your_writes_seconds, clock=clock)
         #: Seconds ``on_all_shards`` waits for every shard (``FanOutTimeoutError`` after).
         self.fan_out_timeout = positive_seconds("fan_out_timeout", fan_out_timeout)
+        #: Statements a process runs on one shard at once for fan-outs (None: the
+        #: pool's default, ``uid_fields.ops.parallel.workers()``).
+        self.fan_out_concurrency = (
+            None
+            if fan_out_concurrency is None
+            else check_concurrency("fan_out_concurrency", fan_out_concurrency)
+        )
+        #: A fan-out with an OFFSET above this warns (``DeepOffsetWarning``), once per
+        #: statement shape per process; None never warns.
+        self.fan_out_offset_warning = (
+            None
+            if fan_out_offset_warning is None
+            else integer("fan_out_offset_warning", fan_out_offset_warning, 0)
+        )
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
@@ -112,6 +132,10 @@ class ShardedIdSession(ShardedSession):
             **kwargs,
         )
         self._flush_shards: set[str] = set()
+        # (transaction, shard) -> connection, while a flush runs (see connection_callable).
+        self._flush_connections: dict[tuple[Any, str], Connection] | None = None
+        # Per table, the (id, shard key) of each row this flush placed (see guard).
+        self._placed_rows: dict[Table, set[tuple[Any, Any]]] | None = None
         # Shard name -> connection of the root transaction: what a two-phase commit
         # commits, and what a fan-out must read through to see this transaction.
         self._begun: dict[str, Connection] = {}
@@ -219,7 +243,26 @@ class ShardedIdSession(ShardedSession):
                     "on_all_shards() runs on every shard: bind_arguments cannot pick one "
                     "(use session.execute(..., bind_arguments={'shard_id': ...}))"
                 )
+            warn_deep_offset(statement, self.fan_out_offset_warning, len(self.shard_names))
             return fan_out(self, statement, params, dict(execution_options or {}))
+
+    def flush(self, objects: Sequence[Any] | None = None) -> None:
+        """``Session.flush``, with the write guard told which rows this flush placed
+        itself (each id checked against its shard key in ``_before_flush``): it checks
+        each INSERTed row's shard but does not place the key of such a row again. Each
+        shard's connection is looked up once per flush, not once per row."""
+        outer = self._flush_connections is None
+        if not outer:
+            super().flush(objects)
+            return
+        self._flush_connections = {}
+        self._placed_rows = {}
+        try:
+            with keys_checked(self._placed_rows):
+                super().flush(objects)
+        finally:
+            self._flush_connections = None
+            self._placed_rows = None
 
     def holds_shard_connections(self) -> bool:
         """Whether this session's transaction holds a connection to any shard."""
@@ -232,12 +275,14 @@ class ShardedIdSession(ShardedSession):
     # -- objects -------------------------------------------------------------------------
     def shard_of(self, instance: Any) -> str:
         """The shard an object lives on (or will be inserted into); assigns a missing id."""
-        state = inspect(instance)
+        return self._shard_of_state(inspect(instance))
+
+    def _shard_of_state(self, state: InstanceState[Any]) -> str:
         if state.key is not None:
             return str(state.key[2])
         if state.identity_token is not None:
             return str(state.identity_token)
-        return self._place(state.mapper, instance)
+        return self._place(state.mapper, state.obj(), state)
 
     def _route_of(self, mapper: Mapper[Any]) -> TableRoute | None:
         for table in mapper.tables:
@@ -248,7 +293,9 @@ class ShardedIdSession(ShardedSession):
                 return route
         return None
 
-    def _place(self, mapper: Mapper[Any], instance: Any) -> str:
+    def _place(
+        self, mapper: Mapper[Any], instance: Any, state: InstanceState[Any] | None = None
+    ) -> str:
         route = self._route_of(mapper)
         if route is None:
             if self.router.default_shard is not None:
@@ -273,20 +320,42 @@ class ShardedIdSession(ShardedSession):
         if value is not None or config.client_side:
             # The core's rule for a new object: an id the field made before the session's
             # map was known (or for another key) is made again; the caller's id is kept
-            # when it agrees with the key and refused when it does not.
+            # when it agrees with the key and refused when it does not. An id the field
+            # made for this very key, by a placement that places keys as the session's
+            # does, fits by construction: the key is not placed again.
+            placement = route.placement
+            if state is None:
+                state = inspect(instance)
+            made = None if value is None else made_for(state, key, value)
             chosen = id_for_new_object(
-                route.placement,
+                placement,
                 value,
                 shard_key,
                 keyed=config.shard_key is not None,
-                ours=value is not None and made_by_field(instance, key, value),
+                ours=made is not None,
+                made_for_key=made is not None
+                and shard_key is not None
+                and made[0] == shard_key
+                and made[1] is not None
+                and placement.places_keys_as(made[1]),
                 database_made=not config.client_side,
                 what=mapper.class_.__name__,
                 key_name=config.shard_key or "shard key",
             )
             if chosen.made:
-                set_made_id(instance, key, chosen.value)
+                set_made_id(
+                    instance,
+                    key,
+                    chosen.value,
+                    shard_key=shard_key,
+                    placement=placement,
+                    state=state,
+                )
             value = chosen.value
+            placed = self._placed_rows
+            if placed is not None and value is not None and shard_key is not None:
+                with suppress(TypeError):  # an unhashable key: the guard checks it in full
+                    placed.setdefault(route.column.table, set()).add((value, shard_key))
         if value is not None:
             return route.shard_of(value)
         if shard_key is not None:
@@ -334,7 +403,15 @@ class ShardedIdSession(ShardedSession):
             shard_id = self._choose_shard_and_assign(mapper, instance)
         trans = self.get_nested_transaction() or self.get_transaction()
         if trans is not None:
-            return trans.connection(mapper, shard_id=shard_id)
+            # Asked once per row by the flush: the connection of a (transaction, shard)
+            # is looked up once per flush.
+            cache = self._flush_connections
+            found = None if cache is None else cache.get((trans, shard_id))
+            if found is None:
+                found = trans.connection(mapper, shard_id=shard_id)
+                if cache is not None:
+                    cache[(trans, shard_id)] = found
+            return found
         return super().connection_callable(mapper, instance, shard_id, **kw)
 
     # -- the transaction's connections, and two-phase commit --------------------------
@@ -453,7 +530,7 @@ class ShardedIdSession(ShardedSession):
     def _before_flush(self, session: Session, flush_context: Any, instances: Any) -> None:
         """Put pending objects in shard order, so each shard's INSERTs form one batch."""
         pending = [inspect(obj) for obj in self.new]
-        placed = {state: self.shard_of(state.obj()) for state in pending}
+        placed = {state: self._shard_of_state(state) for state in pending}
         self._fetch_database_ids(placed)
         for state, shard in placed.items():
             if state.identity_token is None:
@@ -465,8 +542,9 @@ class ShardedIdSession(ShardedSession):
         touched = set(placed.values())
         for obj in self.dirty:
             self._refuse_move(obj)
-        for obj in _chain(self.new, self.dirty):
-            self._refuse_links_across_shards(obj)
+        for state in _chain(pending, (inspect(obj) for obj in self.dirty)):
+            if _has_secondary(state.mapper):
+                self._refuse_links_across_shards(state)
         for obj in _chain(self.dirty, self.deleted):
             touched.add(self.shard_of(obj))
         self._flush_shards = touched
@@ -498,21 +576,20 @@ class ShardedIdSession(ShardedSession):
             for state, value in zip(states, ids, strict=True):
                 setattr(state.obj(), key, value)
 
-    def _refuse_links_across_shards(self, instance: Any) -> None:
+    def _refuse_links_across_shards(self, state: InstanceState[Any]) -> None:
         """A many-to-many row between rows of two databases is refused before the flush.
 
         Its association row would be stored with one of them, and a load of the other
         side (a JOIN on one database) would never see it: ``order.tags`` would come back
         without the tag that was appended.
         """
-        state = inspect(instance)
         for relationship in state.mapper.relationships:
             if relationship.secondary is None:
                 continue
             added = state.attrs[relationship.key].history.added or ()
             if not added:
                 continue
-            home = self.shard_of(instance)
+            home = self._shard_of_state(state)
             for other in added:
                 there = self.shard_of(other)
                 if there != home:
@@ -627,6 +704,17 @@ def refuse_choosers(kwargs: Mapping[str, Any]) -> None:
         )
 
 
+_secondaries: weakref.WeakKeyDictionary[Mapper[Any], bool] = weakref.WeakKeyDictionary()
+
+
+def _has_secondary(mapper: Mapper[Any]) -> bool:
+    """Whether ``mapper`` has a many-to-many relationship (its links are checked)."""
+    found = _secondaries.get(mapper)
+    if found is None:
+        found = _secondaries[mapper] = any(r.secondary is not None for r in mapper.relationships)
+    return found
+
+
 def _chain(*groups: Iterable[Any]) -> Iterable[Any]:
     for group in groups:
         yield from group
@@ -659,6 +747,8 @@ def sharded_session(
     replicas: Mapping[str, Sequence[Engine]] | None = None,
     read_your_writes_seconds: float = DEFAULT_PIN_SECONDS,
     fan_out_timeout: float = DEFAULT_TIMEOUT_S,
+    fan_out_concurrency: int | None = None,
+    fan_out_offset_warning: int | None = DEFAULT_OFFSET_WARNING,
     **kwargs: Any,
 ) -> ShardedIdSession:
     """A session over ``shards`` (name -> engine) that routes every row by its id.
@@ -673,8 +763,12 @@ def sharded_session(
     process left prepared. ``replicas={"shard_1": [engine]}`` reads a shard's rows from
     its replicas, except in a transaction that holds the shard's primary and for
     ``read_your_writes_seconds`` after this session wrote there. ``fan_out_timeout`` bounds
-    every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer).
-    Other arguments go to Session.
+    every ``on_all_shards`` (``FanOutTimeoutError`` names the shards that did not answer),
+    the wait for a turn included; ``fan_out_concurrency`` bounds the statements the
+    process runs on one shard at once for fan-outs (each on a connection of the shard's
+    engine, returned to its pool after the statement). A fan-out with an OFFSET above
+    ``fan_out_offset_warning`` warns once per statement shape (``DeepOffsetWarning``: use
+    keyset pages, ``rows_after``). Other arguments go to Session.
     """
     return ShardedIdSession(
         shards,
@@ -685,6 +779,8 @@ def sharded_session(
         replicas=replicas,
         read_your_writes_seconds=read_your_writes_seconds,
         fan_out_timeout=fan_out_timeout,
+        fan_out_concurrency=fan_out_concurrency,
+        fan_out_offset_warning=fan_out_offset_warning,
         **kwargs,
     )
 

@@ -151,8 +151,15 @@ class Command(BaseCommand):
                 if database and alias != database:
                     continue
                 checked += 1
-                status = self._check_alias(alias, *key)
-                if status != "ok" and fix and connections[alias].vendor == "postgresql":
+                # What --fix cannot mend (the C function's extension) is only reported.
+                problem = self._server_problem(alias, *key)
+                status = problem or self._check_alias(alias, *key)
+                if (
+                    status != "ok"
+                    and fix
+                    and not problem
+                    and connections[alias].vendor == "postgresql"
+                ):
                     self._install(alias, *key)
                     status = self._check_alias(alias, *key)
                     status = "fixed" if status == "ok" else status
@@ -187,6 +194,15 @@ class Command(BaseCommand):
             except ValueError as exc:
                 return f"{ahead}; not reset: {exc}"
         return "state reset to now"
+
+    def _server_problem(self, alias: str, generator: str, shards: str, function: str) -> str:
+        """The database's problem with the function's language (the C one needs the
+        ``uid_fields`` extension, of this package's version, preloaded), or ''."""
+        if connections[alias].vendor != "postgresql":
+            return ""
+        expected = next_id_function(generator, shards, alias, function)
+        with connections[alias].cursor() as cursor:
+            return expected.server_problem(cursor) or ""
 
     def _install(self, alias: str, generator: str, shards: str, function: str) -> None:
         made = next_id_function(generator, shards, alias, function)

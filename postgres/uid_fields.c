@@ -1,6 +1,9 @@
 /*
- * uid_fields_pg: next_id() for PostgreSQL in C, an opt-in alternative to the PL/pgSQL
- * function of uid_fields.sql.postgres.
+ * uid_fields: next_id() for PostgreSQL in C, an opt-in alternative to the PL/pgSQL
+ * function of uid_fields.sql.postgres. Packaged as the extension uid_fields
+ * (uid_fields.control, uid_fields--<version>.sql): a superuser runs CREATE EXTENSION once
+ * per database, and the application's own role then creates its per-table next_id
+ * functions in LANGUAGE sql, calling uid_fields.next_id() (no superuser right needed).
  *
  * Why it exists. The PL/pgSQL function serialises every call on an advisory lock, opens a
  * subtransaction to release the lock on error, and writes its state with setval() on every
@@ -26,6 +29,13 @@
  *
  * Shared memory needs the library in shared_preload_libraries; loading it any other way
  * is refused with a message that says so.
+ *
+ * Versions. UID_FIELDS_VERSION is the extension's version (uid_fields.control's
+ * default_version, the Python package's uid_fields.sql.pg_extension.EXTENSION_VERSION):
+ * the library reports it as the read-only setting uid_fields.library_version and as
+ * uid_fields.version(), and the Python side refuses to install functions against a
+ * library or an extension of another version. Built and tested on PostgreSQL 15; the
+ * APIs that appeared later than 13 are used under PG_VERSION_NUM guards.
  */
 #include "postgres.h"
 
@@ -45,9 +55,16 @@
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
+#include "utils/acl.h"
 #include "utils/timestamp.h"
 
 PG_MODULE_MAGIC;
+
+#define UID_FIELDS_VERSION "1.0"
+
+#define PRELOAD_HINT "Add uid_fields to shared_preload_libraries in postgresql.conf " \
+	"(shared_preload_libraries = 'uid_fields') and restart the server."
 
 /* The advisory lock's first key: "uidf" in ASCII, as in uid_fields.sql.postgres. */
 #define LOCK_CLASS 0x75696466
@@ -76,18 +93,22 @@ typedef struct StateEntry
 typedef struct CachedState
 {
 	Oid			sequence;
+	Oid			user;			/* who was allowed to move it */
 	StateEntry *entry;
 } CachedState;
 
 static int	max_states = 1024;
 static int	clock_offset_ms = 0;
+static char *library_version = NULL;
 
 static HTAB *states = NULL;
 static LWLock *states_lock = NULL;
 static CachedState cache[16];
 static int	cached = 0;
 
+#if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
@@ -96,12 +117,19 @@ PG_FUNCTION_INFO_V1(uid_fields_next_id);
 PG_FUNCTION_INFO_V1(uid_fields_reset_state);
 PG_FUNCTION_INFO_V1(uid_fields_reload_state);
 PG_FUNCTION_INFO_V1(uid_fields_last_issued);
+PG_FUNCTION_INFO_V1(uid_fields_version);
 
+/*
+ * What the library needs from shared memory: from the shmem_request_hook since
+ * PostgreSQL 15, directly from _PG_init before.
+ */
 static void
 request_shmem(void)
 {
+#if PG_VERSION_NUM >= 150000
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
+#endif
 	RequestAddinShmemSpace(hash_estimate_size(max_states, sizeof(StateEntry)));
 	RequestNamedLWLockTranche("uid_fields", 1);
 }
@@ -129,9 +157,8 @@ _PG_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("uid_fields_pg must be loaded by shared_preload_libraries"),
-				 errhint("Add uid_fields_pg to shared_preload_libraries in "
-						 "postgresql.conf and restart the server.")));
+				 errmsg("the uid_fields library must be loaded by shared_preload_libraries"),
+				 errhint(PRELOAD_HINT)));
 	DefineCustomIntVariable("uid_fields.max_states",
 							"How many next_id() state sequences the server can serve.",
 							NULL, &max_states, 1024, 16, 1000000, PGC_POSTMASTER, 0,
@@ -140,9 +167,19 @@ _PG_init(void)
 							"Added to the clock next_id() reads (to test clock faults).",
 							NULL, &clock_offset_ms, 0, INT_MIN, INT_MAX, PGC_SUSET,
 							GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomStringVariable("uid_fields.library_version",
+							   "The version of the loaded uid_fields library.",
+							   NULL, &library_version, UID_FIELDS_VERSION, PGC_INTERNAL,
+							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
+#if PG_VERSION_NUM >= 150000
 	MarkGUCPrefixReserved("uid_fields");
 	prev_shmem_request_hook = shmem_request_hook;
 	shmem_request_hook = request_shmem;
+#else
+	EmitWarningsOnPlaceholders("uid_fields");
+	request_shmem();
+#endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = startup_shmem;
 }
@@ -167,10 +204,21 @@ find_state(Oid sequence)
 	StateKey	key;
 	StateEntry *entry;
 	bool		found;
+	Oid			user = GetUserId();
 
 	for (int i = 0; i < cached; i++)
-		if (cache[i].sequence == sequence)
+		if (cache[i].sequence == sequence && cache[i].user == user)
 			return cache[i].entry;
+	/*
+	 * Whoever may write the state sequence may move its state: the functions are
+	 * executable by everyone, the sequence is not.
+	 */
+	if (pg_class_aclcheck(sequence, user, ACL_UPDATE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("uid_fields: permission denied for the state sequence \"%s\"",
+						get_rel_name(sequence)),
+				 errhint("next_id() needs UPDATE on its state sequence.")));
 	memset(&key, 0, sizeof(key));
 	key.database = MyDatabaseId;
 	key.sequence = sequence;
@@ -193,6 +241,7 @@ find_state(Oid sequence)
 	if (cached < (int) lengthof(cache))
 	{
 		cache[cached].sequence = sequence;
+		cache[cached].user = user;
 		cache[cached].entry = entry;
 		cached++;
 	}
@@ -286,7 +335,8 @@ require_preload(void)
 	if (states == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("uid_fields_pg must be loaded by shared_preload_libraries")));
+				 errmsg("the uid_fields library must be loaded by shared_preload_libraries"),
+				 errhint(PRELOAD_HINT)));
 }
 
 Datum
@@ -452,4 +502,11 @@ uid_fields_last_issued(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	pg_read_barrier();
 	PG_RETURN_INT64((int64) pg_atomic_read_u64(&entry->last));
+}
+
+/* The library's version (the extension's version it was built for). */
+Datum
+uid_fields_version(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(UID_FIELDS_VERSION));
 }

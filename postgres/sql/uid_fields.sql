@@ -1,0 +1,85 @@
+-- The SQL-visible behaviour of the uid_fields extension, on a server that preloads the
+-- library (make installcheck). Ids of the Instagram layout from 2024-01-01: 41 bits of
+-- milliseconds, 13 of shard, 10 of sequence.
+SET TimeZone = 'UTC';
+CREATE EXTENSION uid_fields;
+
+-- The version, as the library and the SQL report it.
+SELECT extversion = uid_fields.version() AS same_version,
+       current_setting('uid_fields.library_version') = extversion AS setting_agrees
+  FROM pg_extension WHERE extname = 'uid_fields';
+
+CREATE SEQUENCE ids_state AS bigint MINVALUE 0 START 0;
+CREATE FUNCTION ids(shard integer) RETURNS bigint LANGUAGE sql VOLATILE AS $$
+    SELECT uid_fields.next_id('ids_state'::regclass, shard, 1704067200000, 1, 23, 10, 10,
+                              0, 8191, 2199023255551, 3600000) $$;
+
+-- Monotonic: far more ids than 1024 per ms, each above the one before, on shard 5, on time.
+CREATE TEMP TABLE made AS SELECT g, ids(5) AS id FROM generate_series(1, 20000) g;
+SELECT count(DISTINCT id) AS distinct_ids,
+       bool_and(id > previous) AS increasing,
+       bool_and((id >> 10) & 8191 = 5) AS on_shard_5,
+       bool_and(abs((id >> 23) + 1704067200000
+                    - extract(epoch FROM clock_timestamp()) * 1000) < 60000) AS on_time
+  FROM (SELECT id, lag(id, 1, 0::bigint) OVER (ORDER BY g) AS previous FROM made) ids;
+SELECT ids(8192);
+
+-- The state: the last issued value is the last id's time and sequence; the sequence holds
+-- a ceiling at or above it.
+SELECT uid_fields.last_issued('ids_state') = ((max(id) >> 23) << 10 | (max(id) & 1023))
+       AS last_is_the_last_id,
+       (SELECT last_value FROM ids_state) >= uid_fields.last_issued('ids_state')
+       AS ceiling_above
+  FROM made;
+
+-- Clock offsets: a reading a day ahead is refused (max_ahead_ms) and leaves the state
+-- alone; a clock stepped back five seconds repeats nothing.
+SELECT uid_fields.last_issued('ids_state') AS before_refusal \gset
+SET uid_fields.clock_offset_ms = 86400000;
+DO $$
+BEGIN
+    PERFORM ids(5);
+    RAISE NOTICE 'not refused';
+EXCEPTION WHEN datetime_field_overflow THEN
+    RAISE NOTICE 'refused: %', SQLERRM LIKE '%max_ahead_ms%';
+END $$;
+SELECT uid_fields.last_issued('ids_state') = :before_refusal AS state_unchanged;
+SET uid_fields.clock_offset_ms = -5000;
+SELECT min(id) > (SELECT max(id) FROM made) AS later_after_step_back
+  FROM (SELECT ids(5) AS id FROM generate_series(1, 1000)) back;
+RESET uid_fields.clock_offset_ms;
+
+-- The layout's end: refused before any state is written.
+CREATE SEQUENCE ended_state AS bigint MINVALUE 0 START 0;
+SELECT uid_fields.next_id('ended_state', 1, 0, 1000, 6, 4, 4, 0, 3, 3, 0);
+SELECT last_value, is_called FROM ended_state;
+
+-- Read-only transactions (and standbys) are refused on every call.
+BEGIN;
+SET TRANSACTION READ ONLY;
+SELECT ids(5);
+ROLLBACK;
+
+-- Reset (check-db --fix) and reload (every install) of the state.
+SELECT uid_fields.reset_state('ids_state', 1000);
+SELECT uid_fields.last_issued('ids_state') AS last, last_value FROM ids_state;
+SELECT setval('ids_state', 2000);
+SELECT uid_fields.reload_state('ids_state');
+SELECT uid_fields.last_issued('ids_state') AS last;
+SELECT ids(5) > (SELECT max(id) FROM made) AS on_time_again;
+
+-- Only who may write the state sequence may move its state.
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS regress_uidf_reader;  -- left by an interrupted run
+RESET client_min_messages;
+CREATE ROLE regress_uidf_reader;
+GRANT SELECT ON ids_state TO regress_uidf_reader;
+GRANT EXECUTE ON FUNCTION ids(integer) TO regress_uidf_reader;
+SET ROLE regress_uidf_reader;
+SELECT ids(5);
+SELECT uid_fields.reset_state('ids_state', 0);
+RESET ROLE;
+DROP FUNCTION ids(integer);
+DROP SEQUENCE ids_state, ended_state;
+DROP ROLE regress_uidf_reader;
+DROP EXTENSION uid_fields;

@@ -1,0 +1,144 @@
+"""Keyset pages over shards: each shard is asked for LIMIT rows past the key (no OFFSET),
+walking the pages gives every row once in one database's order, and a deep OFFSET in a
+fan-out warns once."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+from sqlalchemy.engine import Engine
+
+from uid_fields.ops import pages
+from uid_fields.sqlalchemy import (
+    DeepOffsetWarning,
+    bulk_insert,
+    keyset_page,
+    rows_after,
+    sharded_session,
+)
+
+from .models import Order
+
+ROWS = 23
+LIMIT = 5
+
+
+def _fill(shards: dict[str, Engine]) -> list[int]:
+    with sharded_session(shards) as session:
+        bulk_insert(session, Order, [{"customer": f"c{i}"} for i in range(ROWS)])
+        session.commit()
+        ids = list(session.on_all_shards(select(Order.id)).scalars())
+    assert len(ids) == ROWS
+    return ids
+
+
+@contextmanager
+def selects_sent(shards: dict[str, Engine]) -> Iterator[list[tuple[str, Any]]]:
+    """(SQL, parameters) of every SELECT the shards' engines sent."""
+    sent: list[tuple[str, Any]] = []
+
+    def before(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        if statement.lstrip().upper().startswith("SELECT"):
+            sent.append((statement, parameters))
+
+    for engine in shards.values():
+        event.listen(engine, "before_cursor_execute", before)
+    try:
+        yield sent
+    finally:
+        for engine in shards.values():
+            event.remove(engine, "before_cursor_execute", before)
+
+
+def _no_offset(sql: str, parameters: Any) -> bool:
+    """No OFFSET, or SQLite's ``LIMIT ? OFFSET ?`` (its dialect writes one with every
+    LIMIT) bound to 0."""
+    if "OFFSET" not in sql.upper():
+        return True
+    return sql.rstrip().upper().endswith("OFFSET ?") and list(parameters)[-1] == 0
+
+
+@pytest.mark.parametrize("descending", [True, False])
+def test_walking_keyset_pages_gives_every_row_once_in_order_with_limit_per_shard(
+    shards: dict[str, Engine], descending: bool
+) -> None:
+    ids = sorted(_fill(shards), reverse=descending)
+    seen: list[int] = []
+    statement = select(Order.id, Order.customer)
+    with sharded_session(shards) as session, selects_sent(shards) as selects:
+        page = keyset_page(session, statement, Order.id, limit=LIMIT, descending=descending)
+        pages_seen = [page]
+        while page.next_after is not None:
+            page = keyset_page(
+                session,
+                statement,
+                Order.id,
+                after=page.next_after,
+                limit=LIMIT,
+                descending=descending,
+            )
+            pages_seen.append(page)
+    seen = [row.id for p in pages_seen for row in p.rows]
+    assert seen == ids  # every row once, in one database's order
+    assert len(pages_seen) == -(-ROWS // LIMIT)
+    assert pages_seen[0].previous_before is None
+    assert len(selects) == len(pages_seen) * len(shards)  # one statement per shard per page
+    for sql, parameters in selects:
+        assert "LIMIT" in sql.upper() and _no_offset(sql, parameters), sql
+    later = [sql for sql, _ in selects if ("<" if descending else ">") in sql]
+    assert len(later) == (len(pages_seen) - 1) * len(shards)  # WHERE id < :key past page 1
+    # back from the last page: the previous pages, in order
+    with sharded_session(shards) as session:
+        back = keyset_page(
+            session,
+            statement,
+            Order.id,
+            before=pages_seen[-1].previous_before,
+            limit=LIMIT,
+            descending=descending,
+        )
+    assert [row.id for row in back.rows] == [row.id for row in pages_seen[-2].rows]
+
+
+def test_rows_after_pushes_only_the_limit_to_each_shard(
+    sqlite_shards: dict[str, Engine],
+) -> None:
+    ids = sorted(_fill(sqlite_shards), reverse=True)
+    with sharded_session(sqlite_shards) as session, selects_sent(sqlite_shards) as selects:
+        rows = session.on_all_shards(rows_after(select(Order), Order.id, ids[9], limit=3))
+        orders = list(rows.scalars())
+    assert [o.id for o in orders] == ids[10:13]
+    assert len(selects) == len(sqlite_shards)
+    for sql, parameters in selects:
+        assert "LIMIT" in sql.upper() and "<" in sql and _no_offset(sql, parameters), sql
+        assert 3 in list(parameters)  # the page's limit, not an offset's worth
+
+
+def test_a_deep_offset_in_a_fan_out_warns_once(sqlite_shards: dict[str, Engine]) -> None:
+    _fill(sqlite_shards)
+    pages.forget_deep_offsets()
+    deep = select(Order.id).order_by(Order.id).offset(12).limit(2)
+    shallow = select(Order.id).order_by(Order.id).offset(10).limit(2)
+    with sharded_session(sqlite_shards, fan_out_offset_warning=10) as session:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            session.on_all_shards(shallow).all()
+            assert caught == []  # at the threshold: no warning
+            session.on_all_shards(deep).all()
+            session.on_all_shards(deep).all()
+            session.on_all_shards(deep.offset(20)).all()
+        raised = [w for w in caught if issubclass(w.category, DeepOffsetWarning)]
+        assert len(raised) == 1, [str(w.message) for w in caught]
+        assert "OFFSET 12" in str(raised[0].message) and "keyset" in str(raised[0].message)
+    with sharded_session(sqlite_shards, fan_out_offset_warning=None) as session:
+        pages.forget_deep_offsets()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            session.on_all_shards(deep).all()
+        assert caught == []
+    pages.forget_deep_offsets()

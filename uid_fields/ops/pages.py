@@ -1,0 +1,142 @@
+"""Pages of rows over shards: keyset pages that cost ``limit`` rows per shard, and the
+warning for deep OFFSETs that cost far more.
+
+An OFFSET cannot be pushed down to the shards: which rows the merged page skips is
+known only after the merge, so each shard returns its first ``offset + limit`` rows and
+the merge drops all but ``limit`` of them. Page 400 of 25 rows over 8 shards reads 80,000
+rows to show 25, and walking every page reads a number of rows that grows with the
+square of the table. A keyset page instead asks each shard for the ``limit`` rows past
+the last key shown (``WHERE id < :key ORDER BY id DESC LIMIT :limit``, on the id's
+index) and merges them: its cost does not depend on how deep the page is.
+
+The rules here are the adapters' one source: which comparison a keyset page sends, how
+many rows it fetches to know whether another page follows, which keys the next and the
+previous pages start from, and when a fan-out's OFFSET earns a warning.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from .._internal import validate as check
+
+__all__ = [
+    "DEFAULT_OFFSET_WARNING",
+    "DeepOffsetWarning",
+    "Keyset",
+    "KeysetPage",
+    "deep_offset_message",
+    "forget_deep_offsets",
+]
+
+R = TypeVar("R")
+
+#: A fan-out whose OFFSET is above this warns, once per query shape per process
+#: (``FAN_OUT_OFFSET_WARNING``; Django warns only with DEBUG on).
+DEFAULT_OFFSET_WARNING = 1000
+
+
+class DeepOffsetWarning(RuntimeWarning):
+    """A fan-out with a deep OFFSET: every shard returned ``offset + limit`` rows for a
+    page of ``limit``. Use keyset pages (rows after the last id shown) instead."""
+
+
+_warned: set[Hashable] = set()
+_warned_lock = threading.Lock()
+
+
+def deep_offset_message(
+    offset: int | None, threshold: int | None, shape: Hashable, what: str, shards: int
+) -> str | None:
+    """The warning for a fan-out of ``what`` over ``shards`` shards with ``offset``: a
+    message the first time a ``shape`` passes ``threshold`` in this process, None
+    otherwise (below it, ``threshold`` None, or said already)."""
+    if threshold is None or offset is None or offset <= threshold:
+        return None
+    with _warned_lock:
+        if shape in _warned:
+            return None
+        _warned.add(shape)
+    return (
+        f"a fan-out of {what} with OFFSET {offset}: each of the {shards} shards returned "
+        f"its first {offset} + LIMIT rows, merged to keep one page; use keyset pages "
+        "(rows after the last id shown: uid_fields.django.rest.KeysetPagination, "
+        "uid_fields.sqlalchemy.rows_after) whose cost does not grow with the page number. "
+        "Said once per query shape per process."
+    )
+
+
+def forget_deep_offsets() -> None:
+    """Warn again for shapes warned about already (for tests)."""
+    with _warned_lock:
+        _warned.clear()
+
+
+@dataclass(frozen=True)
+class KeysetPage(Generic[R]):
+    """One page of rows in key order, and the keys the pages beside it start from:
+    ``next_after`` (rows after it: the next page; None at the end) and
+    ``previous_before`` (rows before it: the previous page; None at the start)."""
+
+    rows: list[R]
+    next_after: Any
+    previous_before: Any
+
+
+@dataclass(frozen=True)
+class Keyset:
+    """A page of ``limit`` rows after the key ``after`` (or before ``before``) in the
+    key's order, descending or ascending. Each shard gets ``comparison`` against
+    ``key`` and ``ORDER BY key DESC`` when ``fetch_descending`` (else ASC), with
+    ``LIMIT fetch_limit``: one row more than the page, to know whether another follows.
+    A page before a key is fetched in the opposite order and turned around."""
+
+    descending: bool
+    limit: int
+    after: Any = None
+    before: Any = None
+
+    def __post_init__(self) -> None:
+        check.integer("limit", self.limit, 1)
+        if self.after is not None and self.before is not None:
+            raise ValueError("a keyset page starts after a key or before one, not both")
+
+    @property
+    def backwards(self) -> bool:
+        return self.before is not None
+
+    @property
+    def key(self) -> Any:
+        """The key the page starts from (None: the first page)."""
+        return self.before if self.backwards else self.after
+
+    @property
+    def fetch_descending(self) -> bool:
+        return self.descending != self.backwards
+
+    @property
+    def comparison(self) -> Literal["<", ">"] | None:
+        """How each shard compares its key column with ``key`` (None: no condition)."""
+        if self.key is None:
+            return None
+        return "<" if self.fetch_descending else ">"
+
+    @property
+    def fetch_limit(self) -> int:
+        return self.limit + 1
+
+    def page(self, rows: Sequence[R], key_of: Callable[[R], Any]) -> KeysetPage[R]:
+        """The page from the merged rows (at most ``fetch_limit``, in fetch order)."""
+        more = len(rows) > self.limit
+        kept = list(rows[: self.limit])
+        if self.backwards:
+            kept.reverse()
+            previous = key_of(kept[0]) if more and kept else None
+            following = key_of(kept[-1]) if kept else None
+            return KeysetPage(kept, following, previous)
+        following = key_of(kept[-1]) if more and kept else None
+        previous = key_of(kept[0]) if self.after is not None and kept else None
+        return KeysetPage(kept, following, previous)

@@ -1,0 +1,110 @@
+"""Keyset pages over shards: the rows after a key, ``limit`` rows from each shard.
+
+``session.on_all_shards(stmt.offset(n).limit(k))`` makes every shard return its first
+``n + k`` rows (which rows the merged page skips is known only after the merge). A
+keyset page asks each shard for the ``k`` rows past the last key shown instead, on the
+key's index, whatever the depth (``uid_fields.ops.pages`` says why, and holds the rules)::
+
+    page = keyset_page(session, select(Order.id, Order.customer), Order.id, limit=20)
+    more = keyset_page(session, select(Order.id, Order.customer), Order.id,
+                       after=page.next_after, limit=20)
+
+``rows_after`` builds the statement alone, for ``on_all_shards`` or any other session.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable
+from typing import Any
+
+from sqlalchemy import Select
+from sqlalchemy.engine import Row
+
+from ..ops.pages import DeepOffsetWarning, Keyset, KeysetPage, deep_offset_message
+from .compat import select_parts
+
+__all__ = ["DeepOffsetWarning", "KeysetPage", "keyset_page", "rows_after", "rows_before"]
+
+
+def rows_after(
+    statement: Select[Any], column: Any, after: Any = None, *, limit: int, descending: bool = True
+) -> Select[Any]:
+    """``statement``'s first ``limit`` rows after the key ``after`` in ``column``'s order:
+    descending (the default: newest ids first), the rows whose key is below ``after``;
+    ascending, above it; from the first row when ``after`` is None. The statement gets
+    ``WHERE column < :after ORDER BY column DESC LIMIT :limit`` (its own ORDER BY is
+    replaced; it must have no LIMIT or OFFSET of its own): through ``on_all_shards`` each
+    shard returns ``limit`` rows, never an OFFSET's worth."""
+    return _keyed(statement, column, Keyset(descending, limit, after=after), limit)
+
+
+def rows_before(
+    statement: Select[Any], column: Any, before: Any, *, limit: int, descending: bool = True
+) -> Select[Any]:
+    """The ``limit`` rows just before the key ``before`` in ``column``'s order (the
+    previous page), fetched in the opposite order: nearest first. ``keyset_page`` puts
+    them back in order."""
+    return _keyed(statement, column, Keyset(descending, limit, before=before), limit)
+
+
+def keyset_page(
+    session: Any,
+    statement: Select[Any],
+    column: Any,
+    *,
+    after: Any = None,
+    before: Any = None,
+    limit: int,
+    descending: bool = True,
+) -> KeysetPage[Row[Any]]:
+    """One page of ``statement``'s rows over every shard, in ``column``'s order (a unique
+    key: the id), after ``after`` or before ``before`` (the first page when neither),
+    with the keys of the pages beside it: ``next_after`` (None on the last page) and
+    ``previous_before`` (None on the first). Each shard runs the statement once with
+    ``LIMIT limit + 1``; the rows are ``on_all_shards``' rows (``Row`` objects)."""
+    keyset = Keyset(descending, limit, after=after, before=before)
+    rows = session.on_all_shards(_keyed(statement, column, keyset, keyset.fetch_limit)).all()
+    return keyset.page(rows, _reader(column))
+
+
+def _keyed(statement: Select[Any], column: Any, keyset: Keyset, fetch: int) -> Select[Any]:
+    if not isinstance(statement, Select):
+        raise TypeError(f"a keyset page reads a SELECT, got {type(statement).__name__}")
+    if select_parts(statement).has_window:
+        raise ValueError(
+            "a keyset page sets its own LIMIT: give the statement without LIMIT/OFFSET"
+        )
+    if keyset.comparison == "<":
+        statement = statement.where(column < keyset.key)
+    elif keyset.comparison == ">":
+        statement = statement.where(column > keyset.key)
+    order = column.desc() if keyset.fetch_descending else column.asc()
+    return statement.order_by(None).order_by(order).limit(fetch)
+
+
+def _reader(column: Any) -> Any:
+    name = str(getattr(column, "key", ""))
+
+    def read(row: Any) -> Any:
+        if isinstance(row, Row):
+            mapping = row._mapping
+            if name in mapping:
+                return mapping[name]  # select(Order.id, ...): the column by its name
+            return getattr(row[0], name)  # select(Order): the entity's attribute
+        return getattr(row, name)
+
+    return read
+
+
+def warn_deep_offset(statement: Any, threshold: int | None, shards: int) -> None:
+    """Warn once per statement shape when a fan-out's OFFSET passes ``threshold``."""
+    if threshold is None or not isinstance(statement, Select):
+        return
+    offset = select_parts(statement).offset
+    tables = sorted(str(getattr(f, "name", f)) for f in statement.get_final_froms())
+    shape: Hashable = ("sqlalchemy", tuple(tables))
+    what = ", ".join(tables) or "a statement"
+    message = deep_offset_message(offset, threshold, shape, what, shards)
+    if message is not None:
+        warnings.warn(message, DeepOffsetWarning, stacklevel=3)
