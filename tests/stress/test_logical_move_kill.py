@@ -392,3 +392,29 @@ def test_a_source_without_wal_level_logical_is_refused_with_the_fix(
     for engine in engines.values():
         url = engine.url.render_as_string(hide_password=False)
         assert replication_objects(url.replace("postgresql+psycopg:", "postgresql:")) == []
+
+
+def test_a_target_user_that_is_not_a_superuser_is_refused(
+    clusters: tuple[PostgresCluster, PostgresCluster], engines: dict[str, Engine]
+) -> None:
+    """PostgreSQL 15 lets only superusers create subscriptions: said before anything
+    is created on either side."""
+    with psycopg.connect(clusters[1].url, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS mover")
+        conn.execute("CREATE ROLE mover LOGIN")
+    url = engines["b"].url.set(username="mover")
+    plain = create_engine(url)
+    try:
+        with (
+            sharded_session({"a": engines["a"]}) as session,
+            logical_shard_move(
+                session, Old, source="a", target="b", engines={"b": plain}, low=LOW, high=HIGH
+            ) as move,
+            pytest.raises(ReplicationUnavailable, match="not a superuser"),
+        ):
+            move.run()
+    finally:
+        plain.dispose()
+    for engine in engines.values():
+        url_text = engine.url.render_as_string(hide_password=False)
+        assert replication_objects(url_text.replace("postgresql+psycopg:", "postgresql:")) == []

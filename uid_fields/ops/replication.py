@@ -178,12 +178,17 @@ class LogicalMove:
                 "needs 2: raise max_wal_senders (ALTER SYSTEM SET max_wal_senders = ...; "
                 "restart)"
             )
-        superuser = self.target.one("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        superuser = self.target.one(
+            "SELECT rolsuper OR CASE WHEN current_setting('server_version_num')::int >= "
+            "160000 THEN pg_has_role(current_user, 'pg_create_subscription', 'MEMBER') "
+            "ELSE false END FROM pg_roles WHERE rolname = current_user"
+        )
         if not (superuser and superuser[0]):
             raise ReplicationUnavailable(
                 f"the user of {self.target.name} is not a superuser: PostgreSQL 15 creates "
-                "subscriptions for superusers only; move as a superuser on the target (or "
-                "with --method portable)"
+                "subscriptions for superusers only (16 and later also for members of "
+                "pg_create_subscription); move as a superuser on the target (or with "
+                "--method portable)"
             )
 
     # -- start (idempotent) --------------------------------------------------------------
