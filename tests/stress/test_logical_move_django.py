@@ -155,6 +155,8 @@ def test_move_shards_between_postgresql_databases_goes_by_logical_replication(
         assert rows(source, table, where) == {}
         assert rows(source, table, f"NOT ({where})") == outside[table]
     assert replication_objects(source) == replication_objects(target) == []
+    again = move(clusters, tmp_path, "--cleanup", deployed=True)  # a rerun finds nothing
+    assert "0 rows deleted" in again and "kept" not in again, again
     with psycopg.connect(source, autocommit=True) as conn:
         kinds = conn.execute(
             "SELECT relname, relreplident FROM pg_class WHERE relname LIKE 'pics_%' "

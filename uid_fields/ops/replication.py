@@ -518,17 +518,24 @@ class LogicalMove:
         the switch compared both sides while the range was fenced, so every source row
         of the range reached the target; one missing there now was deleted by the
         application since the deploy, and keeping it would leave a stale copy behind.
+
+        Without a switch on record (a cleanup that finished, and forgot the move, run
+        again; a lost state file), nothing proves the target got every row: the
+        portable cleanup runs instead, which deletes only rows the target holds and
+        reports the others. Refused while the move still replicates.
         """
-        if not self.state.switched:
-            raise ReplicationError(
-                f"{self!r} has not switched (or its state file is gone): switch first, or "
-                "clean up with --method portable"
-            )
         if not self.move.deployed:
             raise ReplicationError(
                 f"the map still gives the range to {self.source.name}: deploy the new map "
                 "before cleaning up"
             )
+        if not self.state.switched:
+            if any(self.leftovers().values()):
+                raise ReplicationError(
+                    f"{self!r} has not switched and still replicates: deploy only after "
+                    "--switch (now: --abort, or deploy the old map again and --switch)"
+                )
+            return self.move.cleanup(dry_run=dry_run)
         reports = []
         if not dry_run:
             self.fence.remove(["DELETE"])  # the copies go; inserts and updates stay closed

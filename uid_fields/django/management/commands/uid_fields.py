@@ -13,7 +13,7 @@ from django.core import serializers
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
-from ....ops.replication import ReplicationError, ReplicationUnavailable
+from ....ops.replication import ReplicationError
 from ....sql import installs
 from ...audit import audit
 from ...conf import conf, get_generator
@@ -469,8 +469,15 @@ class Command(BaseCommand):
                         "copies are left (the next move of the range deletes them first)"
                     )
                 elif cleanup:
-                    for report in logical.cleanup(batch=batch_size, dry_run=dry_run):
+                    cleaned = logical.cleanup(batch=batch_size, dry_run=dry_run)
+                    for report in cleaned:
                         self.stdout.write(str(report))
+                    kept = sum(r.kept for r in cleaned)
+                    if kept:
+                        raise CommandError(
+                            f"{kept} rows were kept on {source} (listed above): they are "
+                            f"not on {target}"
+                        )
                 elif logical.switched:
                     self.stdout.write(
                         f"switched already: give these logical shards to {target} in the map "
@@ -488,7 +495,7 @@ class Command(BaseCommand):
                         "replication. Next: move-shards --switch, then deploy the new map, "
                         "then move-shards --cleanup (or --abort to call it off)"
                     )
-            except (ReplicationUnavailable, ReplicationError) as exc:
+            except (ValueError, ReplicationError) as exc:  # ReplicationUnavailable too
                 raise CommandError(str(exc)) from None
 
     def _cleanup(self, move: Any, dry_run: bool) -> None:
