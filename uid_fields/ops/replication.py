@@ -6,9 +6,9 @@ portable ``ShardMove`` (``uid_fields.ops.moves``) copies in batches and catches 
 the ids' time; replication instead carries every change of the range (inserts, updates,
 deletes) in commit order, so nothing written during the copy can be missed:
 
-1. **Check** the source: ``wal_level = logical``, a free replication slot and WAL
-   sender; the target's user must be a superuser (PostgreSQL 15 creates subscriptions
-   for superusers only). Refused with the fix otherwise.
+1. **Check** the source: ``wal_level = logical``, free replication slots and WAL
+   senders, PostgreSQL 15 or later; the target's user must be a superuser (PostgreSQL
+   15 creates subscriptions for superusers only). Refused with the fix otherwise.
 2. **Replica identity.** A row filter on UPDATE and DELETE can only read columns of the
    table's replica identity; a table routed by its own primary key has it, a child
    routed by its parent's id does not: such a table is set to ``REPLICA IDENTITY FULL``
@@ -30,11 +30,15 @@ deletes) in commit order, so nothing written during the copy can be missed:
    logical shard is compared (row count and a digest of the rows' contents) while
    nothing can change. Then the subscription, the slot and the publication are dropped
    and the state records the switch. From then on the mover writes nothing to the
-   target: the operator deploys the new map, and the portable ``cleanup()`` deletes the
-   source's rows of the range and removes the fence.
+   target: the operator deploys the new map, and ``cleanup()`` deletes the source's
+   rows of the range (all of them: the switch proved the target had each one, so a
+   row missing there now was deleted by the application since) and removes the fence.
 
 ``abort()`` undoes a move that has not switched: subscription, slots, publication, the
-replica identities, the target's copies of the range and the fence.
+replica identities, the target's copies of the range and the fence. ``unfence()``
+calls a switch off before the deploy. A run stopped anywhere (even ``kill -9``) is
+resumed by the next one: what it created is found by name, and a switch that had
+compared equal is finished rather than started again.
 
 The mechanism is ORM-free: each database is a ``PgDatabase`` (a function that runs one
 SQL statement in autocommit and returns its rows, and the libpq connection string the
