@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import FieldDoesNotExist
@@ -18,7 +18,7 @@ from django.db.models import F, OrderBy
 
 from .._internal import dbapi
 from ..errors import UnmergeableQueryError
-from ..ops import merge, parallel
+from ..ops import merge, parallel, streams
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 from .compat import (
     FlatValuesListIterable,
@@ -34,7 +34,7 @@ from .replicas import read_pins
 if TYPE_CHECKING:
     from .query import ShardedQuerySet
 
-__all__ = ["OrderTerm", "gather", "merged_rows", "order_terms"]
+__all__ = ["OrderTerm", "gather", "merged_rows", "order_terms", "streamed_rows"]
 
 #: (attribute name, descending, explicit nulls position or None)
 OrderTerm = tuple[str, bool, merge.NullsOrder | None]
@@ -105,39 +105,109 @@ def merged_rows(qs: ShardedQuerySet, shards: list[ShardedQuerySet]) -> list[Any]
     aliases = [shard.db for shard in shards]
     vendors = [connections[alias].vendor for alias in aliases]
     ranker = _text_ranker(qs.model, aliases[0]) if aliases else None
+    shape = _Shape(qs, terms)
+    parts = gather(shards, lambda shard: list(shape.rows(shard)))
+    rows = merge.merge_rows(parts, shape.keys, vendors, text_ranks=ranker)
+    return shape.finish(rows)
 
-    def keys(get: Callable[[Any, str], Any]) -> list[merge.SortKey]:
-        return [
+
+def streamed_rows(
+    qs: ShardedQuerySet, shards: list[ShardedQuerySet], chunk_size: int
+) -> Iterator[Any] | None:
+    """The rows of every shard in the query's order, read as a stream: each shard's
+    cursor in chunks of ``chunk_size`` (a server-side cursor on PostgreSQL), merged by
+    ``ops.streams`` holding one row per shard. None when the ordering has a text key
+    whose collation does not rank strings as code points: only a whole-result merge
+    (``merged_rows``) can ask the database for those ranks.
+
+    The shards' cursors are read from this thread, on its connections (Django's are
+    per thread and a cursor is read where it was opened), so inside ``atomic`` the
+    stream sees the transaction, as ``list()`` of the query would.
+    """
+    terms = order_terms(qs)
+    aliases = _chosen_reads(shards)
+    vendors = [connections[alias].vendor for alias in aliases]
+    ranker = _text_ranker(qs.model, aliases[0]) if aliases else None
+    text_keys = {name for name, _, _ in terms if _is_text(qs.model, name)}
+    for name in text_keys:
+        if not streams.text_streams(merge.SortKey(_no_value, name=name), ranker):
+            return None
+    shape = _Shape(qs, terms)
+    parts = [shape.rows(shard, chunk_size) for shard in shards]
+    merged = streams.merge_streams(parts, shape.keys, vendors, text_keys=text_keys)
+    return shape.each(merged)
+
+
+def _no_value(row: Any) -> Any:
+    return None
+
+
+def _is_text(model: type[models.Model], attname: str) -> bool:
+    for field in model._meta.concrete_fields:
+        if field.attname == attname:
+            return isinstance(field, (models.CharField, models.TextField))
+    return False
+
+
+class _Shape:
+    """How a fan-out reads each shard's rows and gives them back in the query's form.
+
+    Models and ``values()`` of every field carry their ordering values; other values
+    querysets fetch the ordering columns too, as tuples, and drop them after the merge.
+    """
+
+    def __init__(self, qs: ShardedQuerySet, terms: list[OrderTerm]) -> None:
+        self.iterable = iterable_class(qs)
+        self.names = selected_names(qs)
+        self.plain = issubclass(self.iterable, ModelIterable) or (
+            self.iterable is ValuesIterable and not self.names
+        )
+        if self.plain:
+            get: Callable[[Any, str], Any] = (
+                getattr if issubclass(self.iterable, ModelIterable) else _item
+            )
+            self.wanted: list[str] = []
+        else:
+            names = self.names or [f.attname for f in qs.model._meta.concrete_fields]
+            self.names = names
+            pk_name = qs.model._meta.pk.attname
+            columns = [pk_name if n == "pk" else n for n in names]
+            extra = [name for name, _, _ in terms if name not in columns]
+            self.wanted = [*names, *extra]
+            index = {name: i for i, name in enumerate([*columns, *extra])}
+            get = lambda row, n: row[index[n]]  # noqa: E731
+        self.keys = [
             merge.SortKey(_reader(get, name), descending, nulls, name)
             for name, descending, nulls in terms
         ]
 
-    iterable = iterable_class(qs)
-    if issubclass(iterable, ModelIterable):
-        parts = gather(shards, list)
-        return merge.merge_rows(parts, keys(getattr), vendors, text_ranks=ranker)
-    names = selected_names(qs)
-    if iterable is ValuesIterable and not names:
-        parts = gather(shards, list)
-        return merge.merge_rows(parts, keys(lambda row, n: row[n]), vendors, text_ranks=ranker)
-    if not names:
-        names = [f.attname for f in qs.model._meta.concrete_fields]
-    pk_name = qs.model._meta.pk.attname
-    columns = [pk_name if n == "pk" else n for n in names]
-    extra = [name for name, _, _ in terms if name not in columns]
-    wanted = [*names, *extra]
-    parts = gather(shards, lambda shard: [tuple(row) for row in shard.values_list(*wanted)])
-    index = {name: i for i, name in enumerate([*columns, *extra])}
-    rows = merge.merge_rows(parts, keys(lambda row, n: row[index[n]]), vendors, text_ranks=ranker)
-    width = len(names)
-    if iterable is ValuesIterable:
-        return [dict(zip(names, row[:width], strict=True)) for row in rows]
-    if iterable is FlatValuesListIterable:
-        return [row[0] for row in rows]
-    if iterable is NamedValuesListIterable:
-        factory = namedtuple("Row", names)
-        return [factory(*row[:width]) for row in rows]
-    return [row[:width] for row in rows]
+    def rows(self, shard: Any, chunk_size: int | None = None) -> Any:
+        """The shard's rows, read whole or, with ``chunk_size``, as a chunked cursor."""
+        source = shard if self.plain else shard.values_list(*self.wanted)
+        if chunk_size is not None:
+            rows = source.iterator(chunk_size=chunk_size)
+            return rows if self.plain else (tuple(row) for row in rows)
+        return list(source) if self.plain else [tuple(row) for row in source]
+
+    def finish(self, rows: list[Any]) -> list[Any]:
+        return rows if self.plain else list(self.each(iter(rows)))
+
+    def each(self, rows: Iterator[Any]) -> Iterator[Any]:
+        if self.plain:
+            return rows
+        names, width = self.names, len(self.names)
+        if self.iterable is ValuesIterable:
+            return (dict(zip(names, row[:width], strict=True)) for row in rows)
+        if self.iterable is FlatValuesListIterable:
+            return (row[0] for row in rows)
+        if self.iterable is NamedValuesListIterable:
+            factory = namedtuple("Row", names)
+            return (factory(*row[:width]) for row in rows)
+        return (row[:width] for row in rows)
+
+
+def _item(row: Any, name: str) -> Any:
+    return row[name]
 
 
 def _reader(get: Callable[[Any, str], Any], name: str) -> Callable[[Any], Any]:
@@ -190,10 +260,7 @@ def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> lis
     a server database (not SQLite) and none has a transaction open in this thread: work
     inside ``atomic`` must see that transaction, so it runs on this thread's
     connections, one shard after another."""
-    read_pins()  # made here, so the workers share this request's pins
-    aliases = [shard.db for shard in shards]
-    for shard, alias in zip(shards, aliases, strict=True):
-        shard._read_alias = alias  # the replica (or primary) chosen here, not again there
+    aliases = _chosen_reads(shards)
     at_once = all(
         connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
         for alias in aliases
@@ -204,6 +271,15 @@ def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> lis
         names=aliases,
         timeout=conf.FAN_OUT_TIMEOUT,
     )
+
+
+def _chosen_reads(shards: Sequence[ShardedQuerySet]) -> list[str]:
+    """The database each shard's query reads (a replica or the primary), chosen once."""
+    read_pins()  # made here, so the pool's workers share this request's pins
+    aliases = [shard.db for shard in shards]
+    for shard, alias in zip(shards, aliases, strict=True):
+        shard._read_alias = alias  # the replica (or primary) chosen here, not again there
+    return aliases
 
 
 def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
