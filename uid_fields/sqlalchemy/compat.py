@@ -8,13 +8,22 @@ the one module to fix, and ``tests/sqlalchemy/test_compat.py`` is the test that 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select
-from sqlalchemy.engine import FrozenResult, Result
+from sqlalchemy.engine import FrozenResult, IteratorResult, Result
 
-__all__ = ["SelectParts", "frozen_rows", "is_plain_select", "result_of", "select_parts"]
+__all__ = [
+    "SelectParts",
+    "frozen_rows",
+    "is_plain_select",
+    "result_of",
+    "select_parts",
+    "stream_rows",
+    "streamed_result",
+]
 
 
 @dataclass(frozen=True)
@@ -54,3 +63,20 @@ def result_of(template: FrozenResult[Any], rows: list[Any]) -> Result[Any]:
     """A result of ``rows`` behind ``template``'s metadata (its columns and entities)."""
     template.data = rows
     return template()
+
+
+def stream_rows(result: Result[Any]) -> Iterator[Any]:
+    """A result's rows read lazily, as a frozen result holds them: the objects of a
+    one-entity ORM result, else its (processed) rows."""
+    if result._source_supports_scalars:
+        return iter(result._raw_row_iterator())
+    return iter(result)
+
+
+def streamed_result(template: Result[Any], rows: Iterator[Any]) -> Result[Any]:
+    """A result reading ``rows`` lazily behind ``template``'s metadata, as a frozen
+    result is replayed (``FrozenResult.__call__``), without holding the rows."""
+    result: IteratorResult[Any] = IteratorResult(template._metadata._for_freeze(), rows)
+    result._attributes = template._attributes
+    result._source_supports_scalars = template._source_supports_scalars
+    return result

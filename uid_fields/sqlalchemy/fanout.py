@@ -13,11 +13,13 @@ so, before any statement runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, text
+from sqlalchemy import Select, String, text
 from sqlalchemy.engine import FrozenResult, Result, Row
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapper
@@ -30,12 +32,12 @@ from sqlalchemy.sql.schema import Column
 from .._internal import dbapi
 from ..errors import UnmergeableQueryError
 from ..ops import merge as merging
-from ..ops import parallel
+from ..ops import parallel, streams
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 
 if TYPE_CHECKING:
     from .session import ShardedIdSession
-from .compat import frozen_rows, result_of, select_parts
+from .compat import frozen_rows, result_of, select_parts, stream_rows, streamed_result
 
 __all__ = ["FanOutPlan", "UnmergeableQueryError", "fan_out", "plan_fan_out", "text_ranker"]
 
@@ -254,6 +256,10 @@ def fan_out(
     shard after another through the session."""
     plan = plan_fan_out(statement)
     shards = list(session.shard_names)
+    if plan.aggregates is None and _streams(plan.per_shard, options):
+        streamed = _stream(session, plan, params, options)
+        if streamed is not None:
+            return streamed
     if _in_parallel(session, plan.per_shard):
         # Each shard's primary or, for this read, one of its replicas: chosen here.
         engines = {s: session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards}
@@ -294,6 +300,80 @@ def fan_out(
 
     ranker = text_ranker(plan, shards[0], dialects[0], run_sql) if shards else None
     return plan.merge(results, dialects, ranker)
+
+
+def _streams(statement: Any, options: Mapping[str, Any]) -> bool:
+    """Whether the caller asked for rows as a stream (``yield_per``/``stream_results``,
+    on the call or on the statement)."""
+    asked = {**statement.get_execution_options(), **options}
+    return bool(asked.get("yield_per") or asked.get("stream_results"))
+
+
+def _stream(
+    session: ShardedIdSession,
+    plan: FanOutPlan,
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+) -> Result[Any] | None:
+    """The fan-out as a stream (``ops.streams``): each shard's result read lazily (a
+    server-side cursor where the driver has one, ``yield_per`` rows at a time), merged
+    holding one row per shard; None when a text key's collation does not rank strings
+    as code points, which only the whole-result merge can repeat.
+
+    The shards are read from this thread. Rows of columns come from connections of the
+    fan-out's own (released when the stream ends or its result is closed); objects
+    through the session, for its identity map, on the session's connections.
+    """
+    shards = list(session.shard_names)
+    if not shards:
+        return None
+    dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
+
+    def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
+        bind = {"shard_id": shards[0]}
+        return [tuple(row) for row in session.execute(text(sql), values, bind_arguments=bind)]
+
+    ranker = text_ranker(plan, shards[0], dialects[0], run_sql)
+    text_keys = {
+        key.name
+        for key, column in zip(plan.sort, plan.columns, strict=True)
+        if isinstance(getattr(column, "type", None), String)
+    }
+    for key in plan.sort:
+        if key.name in text_keys and not streams.text_streams(key, ranker):
+            return None
+    opened = ExitStack()
+    if _in_parallel(session, plan.per_shard):
+        engines = [session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards]
+        options = {**options, "stream_results": True}
+        connections = [opened.enter_context(engine.connect()) for engine in engines]
+        results = [
+            c.execute(plan.per_shard, params, execution_options=options) for c in connections
+        ]
+    else:
+        results = [
+            session.execute(
+                plan.per_shard, params, execution_options=options, bind_arguments={"shard_id": s}
+            )
+            for s in shards
+        ]
+    for result in results:
+        opened.callback(result.close)
+    parts = [stream_rows(result) for result in results]
+    rows: Iterator[Any] = streams.merge_streams(parts, plan.sort, dialects, text_keys=text_keys)
+    if plan.window is not None:
+        offset, limit = plan.window
+        rows = islice(rows, offset, None if limit is None else offset + limit)
+    merged = streamed_result(results[0], _closing(rows, opened))
+    size = options.get("yield_per") or plan.per_shard.get_execution_options().get("yield_per")
+    return merged.yield_per(size) if size else merged
+
+
+def _closing(rows: Iterator[Any], opened: ExitStack) -> Iterator[Any]:
+    """``rows``, then the shards' results and connections closed (also when the
+    stream is dropped before its end)."""
+    with opened:
+        yield from rows
 
 
 def _read(
