@@ -21,7 +21,7 @@ from . import report
 from .harness import Section, machine, versions
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUPS = ("gen", "memory", "pg", "mysql", "django", "redis")
+GROUPS = ("gen", "memory", "pg", "mysql", "django", "fanout", "redis")
 
 FULL: dict[str, dict[str, Any]] = {
     "gen": {},
@@ -34,6 +34,7 @@ FULL: dict[str, dict[str, Any]] = {
     "sqla_flush": {"rows": 20_000, "rounds": 3},
     "sqla_routing": {"rows": 4000, "gets": 300},
     "django": {"rows": 100_000, "rounds": 3, "sharded_rows": 4000, "gets": 300},
+    "fan_out_page": {"rows": 20_000, "calls": 200, "rounds": 3},
     "redis": {"duration": 0.5, "rounds": 3},
 }
 QUICK: dict[str, dict[str, Any]] = {
@@ -53,6 +54,7 @@ QUICK: dict[str, dict[str, Any]] = {
     "sqla_flush": {"rows": 200, "rounds": 1},
     "sqla_routing": {"rows": 200, "gets": 5},
     "django": {"rows": 500, "rounds": 1, "sharded_rows": 200, "gets": 10},
+    "fan_out_page": {"rows": 500, "calls": 5, "rounds": 1},
     "redis": {"duration": 0.02, "rounds": 1},
 }
 
@@ -60,7 +62,7 @@ QUICK: dict[str, dict[str, Any]] = {
 def _reachable(group: str) -> str | None:
     """None if the group's server answers, else why not."""
     try:
-        if group in ("pg", "django"):
+        if group in ("pg", "django", "fanout"):
             from .databases import _pg_admin
 
             _pg_admin().close()
@@ -91,7 +93,7 @@ def _reachable(group: str) -> str | None:
 
 
 def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], list[str]]:
-    from . import databases, generation, memory, public_ids, redis_cost
+    from . import databases, fan_out_page, generation, memory, public_ids, redis_cost
 
     params = QUICK if quick else FULL
     plan: dict[str, list[tuple[str, Callable[..., tuple[list[Section], dict[str, Any]]]]]] = {
@@ -106,6 +108,7 @@ def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], 
         ],
         "mysql": [("mysql", databases.run_mysql)],
         "django": [("django", databases.run_django)],
+        "fanout": [("fan_out_page", fan_out_page.run)],
         "redis": [("redis", redis_cost.run)],
     }
     sections: list[Section] = []
