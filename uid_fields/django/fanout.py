@@ -21,6 +21,7 @@ from ..errors import UnmergeableQueryError
 from ..ops import merge, parallel, streams
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 from .compat import (
+    CompiledSelect,
     FlatValuesListIterable,
     ModelIterable,
     NamedValuesListIterable,
@@ -34,7 +35,7 @@ from .replicas import read_pins
 if TYPE_CHECKING:
     from .query import ShardedQuerySet
 
-__all__ = ["OrderTerm", "gather", "merged_rows", "order_terms", "streamed_rows"]
+__all__ = ["OrderTerm", "gather", "merged_rows", "model_page", "order_terms", "streamed_rows"]
 
 #: (attribute name, descending, explicit nulls position or None)
 OrderTerm = tuple[str, bool, merge.NullsOrder | None]
@@ -109,6 +110,40 @@ def merged_rows(qs: ShardedQuerySet, shards: list[ShardedQuerySet]) -> list[Any]
     parts = gather(shards, lambda shard: list(shape.rows(shard)))
     rows = merge.merge_rows(parts, shape.keys, vendors, text_ranks=ranker)
     return shape.finish(rows)
+
+
+def model_page(
+    qs: ShardedQuerySet, shards: list[ShardedQuerySet], low: int, high: int | None
+) -> list[Any] | None:
+    """The model instances of the merged rows ``[low:high]``: the query compiled once
+    (the shards run one backend, so one SQL serves them all), run raw on every shard,
+    the raw rows merged on their ordering values, and instances built only for the
+    rows kept (``compat.CompiledSelect``). None when that cannot be done (shards of
+    different backends, a query that needs no database, an ordering field that is not
+    selected, as under ``only()``), and the caller builds every shard's rows instead.
+    """
+    aliases = _chosen_reads(shards)
+    vendors = [connections[alias].vendor for alias in aliases]
+    if not aliases or len(set(vendors)) != 1:
+        return None
+    compiled = CompiledSelect.of(shards[0], aliases[0])
+    if compiled is None:
+        return None
+    terms = order_terms(qs)
+    positions = [compiled.position(name) for name, _, _ in terms]
+    keys = []
+    for (name, descending, nulls), position in zip(terms, positions, strict=True):
+        if position is None:
+            return None
+        keys.append(merge.SortKey(_column(position), descending, nulls, name))
+    ranker = _text_ranker(qs.model, aliases[0])
+    parts = gather(shards, lambda shard: [(shard.db, row) for row in compiled.fetch(shard.db)])
+    rows = merge.merge_rows(parts, keys, vendors, text_ranks=ranker)
+    return compiled.models(rows[low:high])
+
+
+def _column(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
+    return lambda pair: pair[1][position]
 
 
 def streamed_rows(

@@ -21,9 +21,9 @@ from django.db.models import Count, Max, Min, Sum
 from ..errors import ShardRoutingError
 from ..ops import merge
 from .choices import building_choices
-from .compat import ModelIterable
+from .compat import ModelIterable, iterable_class
 from .deletion import delete_on_shards, two_phase_deletes
-from .fanout import gather, merged_rows, order_terms, streamed_rows
+from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
 from .fields import UidField
 from .followers import clean_parent_lookups, parent_databases
 from .id_lookups import (
@@ -391,9 +391,14 @@ class ShardedQuerySet(models.QuerySet[_M]):
         # Relations on other databases are loaded once, for the merged page of rows.
         joined, hops = split_select_related(self, lambda: aliases)
         shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
-        rows = merged_rows(self, shards)
         low, high = self.query.low_mark, self.query.high_mark
-        page = rows[low:high]
+        page = model_page(self, shards, low, high) if self._builds_models() else None
+        if page is None:
+            page = merged_rows(self, shards)[low:high]
+        else:
+            primaries = replica_primaries()
+            for obj in page if primaries else ():
+                _to_primary(obj, primaries)
         if hops:
             load_hops(page, hops)
         return page
@@ -415,6 +420,11 @@ class ShardedQuerySet(models.QuerySet[_M]):
             return iter(self._fanout_results())
         rows = islice(rows, self.query.low_mark, self.query.high_mark)
         return _with_hops(rows, hops, chunk_size) if hops else rows
+
+    def _builds_models(self) -> bool:
+        """Whether this query yields the model's instances the plain way (not values(),
+        not another iterable class a caller installed)."""
+        return iterable_class(self) is PrimaryModelIterable
 
     def _per_shard(self, work: Callable[[ShardedQuerySet], Any]) -> list[Any]:
         """``work`` on this query on each of its shards: at the same time when that is
