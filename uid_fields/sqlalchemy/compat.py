@@ -14,10 +14,13 @@ from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.engine import FrozenResult, IteratorResult, Result
+from sqlalchemy.orm import Session, merge_frozen_result
 
 __all__ = [
     "SelectParts",
     "frozen_rows",
+    "has_options",
+    "into_session",
     "is_plain_select",
     "result_of",
     "select_parts",
@@ -54,6 +57,11 @@ def is_plain_select(clause: Any) -> bool:
     return isinstance(clause, Select) and clause._for_update_arg is None
 
 
+def has_options(statement: Select[Any]) -> bool:
+    """Whether a SELECT carries loader options (``selectinload(...)``, ``defer(...)``)."""
+    return bool(statement._with_options)
+
+
 def frozen_rows(frozen: FrozenResult[Any]) -> list[Any]:
     """The rows a frozen result holds (ORM results of one entity hold the objects)."""
     return list(frozen.data)
@@ -80,3 +88,12 @@ def streamed_result(template: Result[Any], rows: Iterator[Any]) -> Result[Any]:
     result._attributes = template._attributes
     result._source_supports_scalars = template._source_supports_scalars
     return result
+
+
+def into_session(session: Session, statement: Any, result: Result[Any]) -> Result[Any]:
+    """The objects of ``result`` (loaded by another session) merged into ``session``
+    with no SQL, as ``merge_frozen_result(..., load=False)`` does (untyped upstream)."""
+    merged: FrozenResult[Any] = merge_frozen_result(  # type: ignore[no-untyped-call]
+        session, statement, result.freeze(), load=False
+    )
+    return merged()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select, String, text
 from sqlalchemy.engine import FrozenResult, Result, Row
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Mapper
+from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement, Label, UnaryExpression
@@ -37,7 +37,15 @@ from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_s
 
 if TYPE_CHECKING:
     from .session import ShardedIdSession
-from .compat import frozen_rows, result_of, select_parts, stream_rows, streamed_result
+from .compat import (
+    frozen_rows,
+    has_options,
+    into_session,
+    result_of,
+    select_parts,
+    stream_rows,
+    streamed_result,
+)
 
 __all__ = ["FanOutPlan", "UnmergeableQueryError", "fan_out", "plan_fan_out", "text_ranker"]
 
@@ -264,23 +272,32 @@ def fan_out(
         # Each shard's primary or, for this read, one of its replicas: chosen here.
         engines = {s: session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards}
 
+        objects = _selects_objects(plan.per_shard)
+
         def on(shard: str) -> Callable[[], Result[Any]]:
+            # Objects carry their shard in their identity key, as the session's would.
+            shard_options = {**options, "identity_token": shard} if objects else options
+
             def run() -> Result[Any]:
                 try:
-                    return _read(engines[shard], plan.per_shard, params, options)
+                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
                 except DBAPIError as error:
                     # A pooled connection the server dropped while it sat idle (a restart):
                     # once more on a fresh one. Never after the deadline cut it, never
                     # for an error of the query itself.
                     if not error.connection_invalidated or parallel.timed_out():
                         raise
-                    return _read(engines[shard], plan.per_shard, params, options)
+                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
 
             return run
 
         results = parallel.run_per_shard(
             [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
         )
+        if objects:
+            merged = _merged(session, plan, results, shards)
+            # The rows kept, into the session's identity map (no SQL: load=False).
+            return into_session(session, plan.per_shard, merged)
     else:
 
         def through_session(shard: str) -> Callable[[], Result[Any]]:
@@ -292,6 +309,12 @@ def fan_out(
         results = parallel.run_per_shard(
             [through_session(shard) for shard in shards], parallel=False, names=shards
         )
+    return _merged(session, plan, results, shards)
+
+
+def _merged(
+    session: ShardedIdSession, plan: FanOutPlan, results: list[Result[Any]], shards: list[str]
+) -> Result[Any]:
     dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
 
     def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
@@ -343,7 +366,7 @@ def _stream(
         if key.name in text_keys and not streams.text_streams(key, ranker):
             return None
     opened = ExitStack()
-    if _in_parallel(session, plan.per_shard):
+    if _in_parallel(session, plan.per_shard) and not _selects_objects(plan.per_shard):
         engines = [session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards]
         options = {**options, "stream_results": True}
         connections = [opened.enter_context(engine.connect()) for engine in engines]
@@ -377,30 +400,45 @@ def _closing(rows: Iterator[Any], opened: ExitStack) -> Iterator[Any]:
 
 
 def _read(
-    engine: Any, statement: Any, params: Mapping[str, Any] | None, options: dict[str, Any]
+    engine: Any,
+    statement: Any,
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+    objects: bool = False,
 ) -> Result[Any]:
     """The statement's rows on a connection of ``engine`` that the fan-out's deadline can
-    cut (its socket is shut down from the waiting thread)."""
+    cut (its socket is shut down from the waiting thread); ``objects``: loaded by a
+    session of the call's own, detached, for the caller to merge into its session."""
     with engine.connect() as connection:
         raw = connection.connection.dbapi_connection
         parallel.on_timeout(lambda: dbapi.interrupt(raw))
+        if objects:
+            with Session(bind=connection) as reader:
+                loaded = reader.execute(statement, params, execution_options=options)
+                return loaded.freeze()()
         result = connection.execute(statement, params, execution_options=options)
         rows: Result[Any] = result.freeze()()  # read before the connection goes back
         return rows
 
 
+def _selects_objects(statement: Any) -> bool:
+    """Whether ``statement`` selects mapped objects (``select(Order)``)."""
+    descriptions = getattr(statement, "column_descriptions", None) or []
+    return any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
+
+
 def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
     """Whether a fan-out may run on connections of its own, one per shard at once.
 
-    Only rows of columns (counts, aggregates, ids): objects must come through the
-    session's identity map. Only server databases (not SQLite). And only when the
-    session's transaction holds no connection to a shard: whatever it wrote or read
-    there (a flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot) is
-    seen only through that connection.
+    Only server databases (not SQLite). Only when the session's transaction holds no
+    connection to a shard: whatever it wrote or read there (a flush, ``bulk_insert``,
+    SQL on ``session.connection()``, a snapshot) is seen only through that connection.
+    Objects are loaded by a session of each call's own and the rows kept merged into
+    this session (``merge_frozen_result``, no SQL), so only a statement with no loader
+    options (``selectinload`` would load relations there, not here).
     """
     if session.holds_shard_connections() or session.new or session.dirty or session.deleted:
         return False
     if any(e.dialect.name == "sqlite" for e in session.shard_engines().values()):
         return False
-    descriptions = getattr(statement, "column_descriptions", None) or []
-    return not any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
+    return not (_selects_objects(statement) and has_options(statement))
