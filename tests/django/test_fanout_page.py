@@ -8,14 +8,18 @@ whole merge (``test_fanout_merge`` holds that to one database's answer).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connections
+from django.db.backends.signals import connection_created
 from django.db.models import F, Value
 from django.db.models.signals import post_init
 
 from tests.django.testapp.models import Ranked
+from uid_fields.ops import parallel
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -64,3 +68,48 @@ def test_annotations_nulls_and_deferred_fields_keep_their_values(ranked: list[Ra
     assert [r.name for r in deferred] == [by_pk[r.pk].name for r in deferred]  # loads on access
     unordered_field = list(Ranked.objects.on_all_shards().only("pk").order_by("rank", "pk")[:4])
     assert [r.pk for r in unordered_field] == [r.pk for r in deferred]
+
+
+@pytest.mark.django_db(databases="__all__", transaction=True)
+def test_a_postgresql_page_reads_every_shard_from_one_thread(ranked: list[Ranked]) -> None:
+    """The SQL goes to every shard before any answer is read (libpq, no thread per
+    shard): the shards' connections open on one pool thread. A connection whose queries
+    are observed (an execute wrapper) keeps the thread per shard, and sees them."""
+    if connections["shard_0"].vendor != "postgresql":
+        pytest.skip("sending to every shard at once is psycopg 3's")
+    parallel.shutdown()
+    opened: list[tuple[str, str]] = []
+
+    def record(sender: Any, connection: Any, **kwargs: Any) -> None:
+        opened.append((connection.alias, threading.current_thread().name))
+
+    connection_created.connect(record)
+    try:
+        page = list(Ranked.objects.on_all_shards().order_by("-pk")[:6])
+        assert [r.pk for r in page] == sorted((r.pk for r in ranked), reverse=True)[:6]
+        aliases = set(Ranked.objects.on_all_shards().shard_aliases)
+        threads = {thread for alias, thread in opened if alias in aliases}
+        assert len(threads) == 1 and threads.pop().startswith("uid_fields-fanout-all-shards")
+        seen: list[str] = []
+
+        def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            seen.append(context["connection"].alias)
+            return execute(sql, params, many, context)
+
+        parallel.shutdown()
+        opened.clear()
+        connection_created.disconnect(record)
+
+        def observe(sender: Any, connection: Any, **kwargs: Any) -> None:
+            connection.execute_wrappers.append(count)
+
+        connection_created.connect(observe)
+        try:
+            again = list(Ranked.objects.on_all_shards().order_by("-pk")[:6])
+        finally:
+            connection_created.disconnect(observe)
+        assert [r.pk for r in again] == [r.pk for r in page]
+        assert set(seen) == aliases
+    finally:
+        connection_created.disconnect(record)
+        parallel.shutdown()

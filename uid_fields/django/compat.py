@@ -296,10 +296,13 @@ class CompiledSelect:
     def fetch(self, alias: str) -> list[tuple[Any, ...]]:
         """The rows of ``alias``'s database, converted as Django converts them, on this
         thread's connection to it."""
-        compiler = self.compiler
         with connections[alias].cursor() as cursor:
             cursor.execute(self.sql, self.params)
-            rows = cursor.fetchall()
+            return self.converted(cursor.fetchall())
+
+    def converted(self, rows: list[Any]) -> list[tuple[Any, ...]]:
+        """Rows as the driver returned them, converted as Django converts them."""
+        compiler = self.compiler
         if compiler.has_extra_select:
             rows = [row[: compiler.col_count] for row in rows]
         return list(compiler.results_iter(results=[rows], tuple_expected=True))

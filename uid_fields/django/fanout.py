@@ -16,8 +16,8 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import DatabaseError, connections, models
 from django.db.models import F, OrderBy
 
-from .._internal import dbapi
-from ..errors import UnmergeableQueryError
+from .._internal import dbapi, pgmux
+from ..errors import FanOutTimeoutError, UnmergeableQueryError
 from ..ops import merge, parallel, streams
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 from .compat import (
@@ -30,7 +30,7 @@ from .compat import (
     selected_names,
 )
 from .conf import conf
-from .replicas import read_pins
+from .replicas import WRITE_WATCHER, read_alias, read_pins
 
 if TYPE_CHECKING:
     from .query import ShardedQuerySet
@@ -113,37 +113,118 @@ def merged_rows(qs: ShardedQuerySet, shards: list[ShardedQuerySet]) -> list[Any]
 
 
 def model_page(
-    qs: ShardedQuerySet, shards: list[ShardedQuerySet], low: int, high: int | None
+    qs: ShardedQuerySet,
+    first: ShardedQuerySet,
+    primaries: Sequence[str],
+    shard_queries: Callable[[], list[ShardedQuerySet]],
+    low: int,
+    high: int | None,
 ) -> list[Any] | None:
     """The model instances of the merged rows ``[low:high]``: the query compiled once
-    (the shards run one backend, so one SQL serves them all), run raw on every shard,
-    the raw rows merged on their ordering values, and instances built only for the
-    rows kept (``compat.CompiledSelect``). None when that cannot be done (shards of
-    different backends, a query that needs no database, an ordering field that is not
-    selected, as under ``only()``), and the caller builds every shard's rows instead.
+    (``first``, the query of the first shard: the shards run one backend, so one SQL
+    serves them all), run raw on every shard, the raw rows merged on their ordering
+    values, and instances built only for the rows kept (``compat.CompiledSelect``).
+    None when that cannot be done (shards of different backends, a query that needs no
+    database, an ordering field that is not selected, as under ``only()``), and the
+    caller builds every shard's rows instead. ``shard_queries`` makes the query of each
+    shard, only when the shards are read one pool thread each.
     """
-    aliases = _chosen_reads(shards)
+    read_pins()
+    aliases = [read_alias(primary) for primary in primaries]
     vendors = [connections[alias].vendor for alias in aliases]
-    if not aliases or len(set(vendors)) != 1:
+    if len(set(vendors)) != 1:
         return None
-    compiled = CompiledSelect.of(shards[0], aliases[0])
+    first._read_alias = aliases[0]
+    compiled = CompiledSelect.of(first, aliases[0])
     if compiled is None:
         return None
     terms = order_terms(qs)
-    positions = [compiled.position(name) for name, _, _ in terms]
     keys = []
-    for (name, descending, nulls), position in zip(terms, positions, strict=True):
+    for name, descending, nulls in terms:
+        position = compiled.position(name)
         if position is None:
             return None
         keys.append(merge.SortKey(_column(position), descending, nulls, name))
     ranker = _text_ranker(qs.model, aliases[0])
-    parts = gather(shards, lambda shard: [(shard.db, row) for row in compiled.fetch(shard.db)])
+    parts = _at_once(compiled, aliases) if vendors[0] == "postgresql" else None
+    if parts is None:
+        parts = gather(
+            shard_queries(),
+            lambda shard: [(shard.db, row) for row in compiled.fetch(shard.db)],
+        )
     rows = merge.merge_rows(parts, keys, vendors, text_ranks=ranker)
     return compiled.models(rows[low:high])
 
 
 def _column(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
     return lambda pair: pair[1][position]
+
+
+#: The pool whose threads serve every PostgreSQL shard at once (``_at_once``).
+_ALL_SHARDS = "all-shards"
+
+
+def _at_once(
+    compiled: CompiledSelect, aliases: list[str]
+) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
+    """Each shard's rows of ``compiled``, from one pool thread that sends the SQL to
+    every shard before reading any answer (``_internal.pgmux``): no thread per shard.
+
+    Where that cannot be done (inside ``atomic``, a connection whose queries are
+    observed: execute wrappers, ``DEBUG``'s query log, a driver other than psycopg 3)
+    or a connection turned out broken, None: the caller reads each shard on its own
+    pool thread, as every other fan-out does."""
+    if any(connections[alias].in_atomic_block for alias in aliases):
+        return None
+    timeout = conf.FAN_OUT_TIMEOUT
+    (parts,) = parallel.run_per_shard(
+        [lambda: _send_to_all(compiled, aliases, timeout)],
+        names=[_ALL_SHARDS],
+        timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
+        pooled=True,
+    )
+    return parts
+
+
+def _send_to_all(
+    compiled: CompiledSelect, aliases: list[str], timeout: float | None
+) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
+    wrappers = [connections[alias] for alias in aliases]
+    for alias, connection in zip(aliases, wrappers, strict=True):
+        _fresh_worker_connection(alias)
+        connection.ensure_connection()
+        wrappers_seen = [w for w in connection.execute_wrappers if w is not WRITE_WATCHER]
+        observed = wrappers_seen or connection.queries_logged
+        if observed or connection.in_atomic_block or not pgmux.available(connection.connection):
+            return None
+    raws = [connection.connection for connection in wrappers]
+    for raw in raws:
+        _interruptible_raw(raw)
+    try:
+        query = pgmux.bind(raws[0], compiled.sql, compiled.params)
+        answers = pgmux.fetch_at_once(raws, query, timeout=timeout, names=aliases)
+    except FanOutTimeoutError as late:
+        for alias in late.shards:
+            connections[alias].close()  # a query may still run there: never reuse it
+        raise
+    except Exception:  # a broken connection (a server restarted): the usual way instead
+        for connection in wrappers:
+            if not connection.is_usable():
+                connection.close()
+        return None
+    # Django's converters, once for the rows of every shard.
+    converted = iter(compiled.converted([row for rows in answers for row in rows or ()]))
+    parts = []
+    for alias, rows in zip(aliases, answers, strict=True):
+        if rows is None:  # the query failed there: again the usual way, for Django's error
+            parts.append([(alias, row) for row in compiled.fetch(alias)])
+        else:
+            parts.append([(alias, next(converted)) for _ in rows])
+    return parts
+
+
+def _interruptible_raw(raw: Any) -> None:
+    parallel.on_timeout(lambda: dbapi.interrupt(raw))
 
 
 def streamed_rows(

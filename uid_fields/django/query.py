@@ -390,11 +390,17 @@ class ShardedQuerySet(models.QuerySet[_M]):
         aliases = self._shard_aliases or ()
         # Relations on other databases are loaded once, for the merged page of rows.
         joined, hops = split_select_related(self, lambda: aliases)
-        shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
+
+        def shard_queries() -> list[ShardedQuerySet]:
+            return [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
+
         low, high = self.query.low_mark, self.query.high_mark
-        page = model_page(self, shards, low, high) if self._builds_models() else None
+        page = None
+        if self._builds_models() and aliases:
+            first = joined._for_alias(aliases[0], order_by_pk=not explicit)
+            page = model_page(self, first, aliases, shard_queries, low, high)
         if page is None:
-            page = merged_rows(self, shards)[low:high]
+            page = merged_rows(self, shard_queries())[low:high]
         else:
             primaries = replica_primaries()
             for obj in page if primaries else ():

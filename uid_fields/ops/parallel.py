@@ -158,6 +158,7 @@ def run_per_shard(
     parallel: bool = True,
     names: Sequence[str] | None = None,
     timeout: float | None = None,
+    pooled: bool = False,
 ) -> list[T]:
     """The results of ``calls``, in order.
 
@@ -165,13 +166,15 @@ def run_per_shard(
     workers and this is not already a pool thread; call ``i`` on the pool of
     ``names[i]`` (one shared pool without names). ``timeout`` bounds the wait:
     ``FanOutTimeoutError`` names the shards whose calls had not finished. A call that
-    fails is logged on ``uid_fields.fanout`` with its name.
+    fails is logged on ``uid_fields.fanout`` with its name. ``pooled`` runs even a
+    single call on its pool's thread (one that serves every shard at once keeps its
+    connections there, under the same deadline).
     """
     shown = list(names) if names is not None else [f"#{i}" for i in range(len(calls))]
     if len(shown) != len(calls):
         raise ValueError(f"{len(calls)} calls need {len(calls)} names, got {len(shown)}")
     calls = [_logged(call, name) for call, name in zip(calls, shown, strict=True)]
-    if not parallel or len(calls) < 2 or _workers == 0 or in_worker():
+    if not parallel or (len(calls) < 2 and not pooled) or _workers == 0 or in_worker():
         return [call() for call in calls]
     keys = list(names) if names is not None else [""] * len(calls)  # "": one shared pool
     tasks = [_Task(call) for call in calls]
