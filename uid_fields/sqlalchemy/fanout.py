@@ -410,6 +410,11 @@ def _read(
     cut (its socket is shut down from the waiting thread); ``objects``: loaded by a
     session of the call's own, detached, for the caller to merge into its session."""
     with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            # One statement needs no transaction of its own: without one, the read is
+            # one round trip, not BEGIN, the SELECT and the ROLLBACK of its return to
+            # the pool (psycopg's autocommit is a client-side switch, no round trip).
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
         raw = connection.connection.dbapi_connection
         parallel.on_timeout(lambda: dbapi.interrupt(raw))
         if objects:
