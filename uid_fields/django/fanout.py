@@ -216,7 +216,12 @@ def _send_to_all(
     converted = iter(compiled.converted([row for rows in answers for row in rows or ()]))
     parts = []
     for alias, rows in zip(aliases, answers, strict=True):
-        if rows is None:  # the query failed there: again the usual way, for Django's error
+        if rows is None:
+            # The query failed there. A connection the server closed (a restart while it
+            # sat idle) is replaced and the read made once more; otherwise it runs again
+            # the usual way, which raises Django's own error.
+            if not connections[alias].is_usable():
+                connections[alias].close()
             parts.append([(alias, row) for row in compiled.fetch(alias)])
         else:
             parts.append([(alias, next(converted)) for _ in rows])
