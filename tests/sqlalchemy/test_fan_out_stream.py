@@ -103,3 +103,26 @@ def test_a_stream_gives_the_rows_of_the_whole_merge(
         expected = [tuple(getattr(v, "id", v) for v in row) for row in whole]
         streamed = session.on_all_shards(statement(), execution_options={"yield_per": 7}).all()
         assert [tuple(getattr(v, "id", v) for v in row) for row in streamed] == expected
+
+
+def test_a_page_of_objects_loads_only_the_rows_it_returns(
+    orders: dict[str, Engine], loaded: Loaded
+) -> None:
+    """The shards' rows are merged as columns; objects are made of the rows kept only
+    (their load event fires once each), in the session under their shard's identity."""
+    server = next(iter(orders.values())).dialect.name != "sqlite"
+    with sharded_session(orders) as session:
+        every = [o.id for o in session.on_all_shards(select(Order)).scalars()]
+        session.expunge_all()
+        loaded.count = 0
+        statement = select(Order).order_by(Order.id.desc()).offset(3).limit(5)
+        page = session.on_all_shards(statement).scalars().all()
+        assert [o.id for o in page] == sorted(every, reverse=True)[3:8]
+        # SQLite shards are read one after another through the session, 8 rows each.
+        assert loaded.count == (5 if server else 8 * len(SHARDS))
+        assert all(session.get(Order, o.id) is o for o in page)  # no SQL, same objects
+        changed = page[0].id
+        page[0].customer = "changed"
+        session.commit()
+        session.expunge_all()
+        assert session.get(Order, changed).customer == "changed"  # type: ignore[union-attr]

@@ -14,7 +14,10 @@ from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.engine import FrozenResult, IteratorResult, Result
-from sqlalchemy.orm import Session, merge_frozen_result
+from sqlalchemy.engine.result import SimpleResultMetaData
+from sqlalchemy.orm import Mapper, Session, make_transient_to_detached, merge_frozen_result
+from sqlalchemy.orm.attributes import instance_state, set_committed_value
+from sqlalchemy.sql.schema import Column
 
 __all__ = [
     "SelectParts",
@@ -22,6 +25,9 @@ __all__ = [
     "has_options",
     "into_session",
     "is_plain_select",
+    "loaded_object",
+    "object_result",
+    "plain_columns",
     "result_of",
     "select_parts",
     "stream_rows",
@@ -97,3 +103,55 @@ def into_session(session: Session, statement: Any, result: Result[Any]) -> Resul
         session, statement, result.freeze(), load=False
     )
     return merged()
+
+
+def plain_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any]]] | None:
+    """``(attribute, column)`` of every column attribute of ``mapper``, when each is one
+    plain, undeferred column of its table and the class inherits nothing: what a row of
+    ``select(Class)`` run as Core holds entirely. None otherwise."""
+    if mapper.inherits is not None or mapper.polymorphic_on is not None:
+        return None
+    pairs: list[tuple[str, Column[Any]]] = []
+    for prop in mapper.column_attrs:
+        column = prop.columns[0]
+        if not isinstance(column, Column) or column.table is not mapper.local_table:
+            return None
+        if len(prop.columns) != 1 or prop.deferred:
+            return None
+        pairs.append((prop.key, column))
+    return pairs
+
+
+def loaded_object(
+    session: Session,
+    mapper: Mapper[Any],
+    columns: list[tuple[str, Column[Any]]],
+    values: Any,
+    token: str,
+) -> Any:
+    """The object of one row (``values``: its columns, by column) in ``session``, as if
+    the session had loaded it under identity ``token``, with no SQL: the one already in
+    its identity map, else one made detached (``make_transient_to_detached``, which is
+    documented for this) and attached."""
+    ident = tuple(values[column] for column in mapper.primary_key)
+    key = mapper.identity_key_from_primary_key(ident, identity_token=token)
+    existing = session.identity_map.get(key)
+    if existing is not None:
+        return existing
+    obj = mapper.class_manager.new_instance()
+    for name, column in columns:
+        set_committed_value(obj, name, values[column])
+    state = instance_state(obj)
+    state.identity_token = token
+    make_transient_to_detached(obj)
+    session.add(obj)
+    state.manager.dispatch.load(state, None)  # the ORM's load event, as a query fires it
+    return obj
+
+
+def object_result(name: str, objects: list[Any]) -> Result[Any]:
+    """A result of one entity's objects (``.scalars()``, rows of one object named
+    ``name``), as ``session.execute(select(Class))`` returns."""
+    result: IteratorResult[Any] = IteratorResult(SimpleResultMetaData([name]), iter(objects))
+    result._source_supports_scalars = True
+    return result

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, String, text
+from sqlalchemy import Select, String, inspect, text
 from sqlalchemy.engine import FrozenResult, Result, Row
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapper, Session
@@ -41,6 +41,9 @@ from .compat import (
     frozen_rows,
     has_options,
     into_session,
+    loaded_object,
+    object_result,
+    plain_columns,
     result_of,
     select_parts,
     stream_rows,
@@ -273,6 +276,9 @@ def fan_out(
         engines = {s: session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards}
 
         objects = _selects_objects(plan.per_shard)
+        kept = _kept_rows(session, plan, shards, engines, params, options) if objects else None
+        if kept is not None:
+            return kept
 
         def on(shard: str) -> Callable[[], Result[Any]]:
             # Objects carry their shard in their identity key, as the session's would.
@@ -310,6 +316,66 @@ def fan_out(
             [through_session(shard) for shard in shards], parallel=False, names=shards
         )
     return _merged(session, plan, results, shards)
+
+
+def _kept_rows(
+    session: ShardedIdSession,
+    plan: FanOutPlan,
+    shards: list[str],
+    engines: Mapping[str, Any],
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+) -> Result[Any] | None:
+    """``select(Class)`` over the shards, building objects of only the rows kept: each
+    shard's rows are read as columns (no ORM loading there), merged on the ORDER BY
+    columns, cut to the window, and only then made objects of the session
+    (``compat.loaded_object``, no SQL). None for what a row of columns does not hold
+    entirely (inheritance, ``column_property`` expressions, deferred columns, ORM
+    execution options): the caller loads objects shard by shard instead."""
+    descriptions = plan.per_shard.column_descriptions
+    if len(descriptions) != 1 or options or plan.per_shard.get_execution_options():
+        return None
+    mapper = inspect(descriptions[0]["entity"])
+    columns = plain_columns(mapper) if isinstance(mapper, Mapper) else None
+    if columns is None or any(not isinstance(c, Column) for c in plan.columns):
+        return None
+    keys = [
+        merging.SortKey(_column_of(column), key.descending, key.nulls, key.name)
+        for key, column in zip(plan.sort, plan.columns, strict=True)
+    ]
+
+    def on(shard: str) -> Callable[[], list[tuple[str, Any]]]:
+        def run() -> list[tuple[str, Any]]:
+            try:
+                rows = _read(engines[shard], plan.per_shard, params, {})
+            except DBAPIError as error:  # as in fan_out: once more after an idle drop
+                if not error.connection_invalidated or parallel.timed_out():
+                    raise
+                rows = _read(engines[shard], plan.per_shard, params, {})
+            return [(shard, row._mapping) for row in rows]
+
+        return run
+
+    parts = parallel.run_per_shard(
+        [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
+    )
+    dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
+
+    def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
+        bind = {"shard_id": shards[0]}
+        return [tuple(row) for row in session.execute(text(sql), values, bind_arguments=bind)]
+
+    ranks_plan = replace(plan, sort=keys)
+    ranker = text_ranker(ranks_plan, shards[0], dialects[0], run_sql)
+    rows = merging.merge_rows(parts, keys, dialects, text_ranks=ranker)
+    if plan.window is not None:
+        rows = merging.window(rows, *plan.window)
+    objects = [loaded_object(session, mapper, columns, values, shard) for shard, values in rows]
+    return object_result(mapper.class_.__name__, objects)
+
+
+def _column_of(column: Any) -> Callable[[tuple[str, Any]], Any]:
+    return lambda pair: pair[1][column]
 
 
 def _merged(
