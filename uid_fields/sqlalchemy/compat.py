@@ -125,22 +125,24 @@ def plain_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any]]] | None:
 def loaded_object(
     session: Session,
     mapper: Mapper[Any],
-    columns: list[tuple[str, Column[Any]]],
-    values: Any,
+    attributes: list[tuple[str, int]],
+    key_positions: list[int],
+    values: tuple[Any, ...],
     token: str,
 ) -> Any:
-    """The object of one row (``values``: its columns, by column) in ``session``, as if
-    the session had loaded it under identity ``token``, with no SQL: the one already in
-    its identity map, else one made detached (``make_transient_to_detached``, which is
-    documented for this) and attached."""
-    ident = tuple(values[column] for column in mapper.primary_key)
+    """The object of one row (``values``; ``attributes``: each attribute's position in
+    it, ``key_positions`` the primary key's) in ``session``, as if the session had
+    loaded it under identity ``token``, with no SQL: the one already in its identity
+    map, else one made detached (``make_transient_to_detached``, documented for this)
+    and attached."""
+    ident = tuple(values[position] for position in key_positions)
     key = mapper.identity_key_from_primary_key(ident, identity_token=token)
     existing = session.identity_map.get(key)
     if existing is not None:
         return existing
     obj = mapper.class_manager.new_instance()
-    for name, column in columns:
-        set_committed_value(obj, name, values[column])
+    for name, position in attributes:
+        set_committed_value(obj, name, values[position])
     state = instance_state(obj)
     state.identity_token = token
     make_transient_to_detached(obj)

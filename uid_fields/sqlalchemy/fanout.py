@@ -339,43 +339,51 @@ def _kept_rows(
     columns = plain_columns(mapper) if isinstance(mapper, Mapper) else None
     if columns is None or any(not isinstance(c, Column) for c in plan.columns):
         return None
-    keys = [
-        merging.SortKey(_column_of(column), key.descending, key.nulls, key.name)
-        for key, column in zip(plan.sort, plan.columns, strict=True)
-    ]
 
-    def on(shard: str) -> Callable[[], list[tuple[str, Any]]]:
-        def run() -> list[tuple[str, Any]]:
+    def on(shard: str) -> Callable[[], tuple[list[str], list[tuple[str, tuple[Any, ...]]]]]:
+        def run() -> tuple[list[str], list[tuple[str, tuple[Any, ...]]]]:
             try:
-                rows = _read(engines[shard], plan.per_shard, params, {})
+                result = _read(engines[shard], plan.per_shard, params, {})
             except DBAPIError as error:  # as in fan_out: once more after an idle drop
                 if not error.connection_invalidated or parallel.timed_out():
                     raise
-                rows = _read(engines[shard], plan.per_shard, params, {})
-            return [(shard, row._mapping) for row in rows]
+                result = _read(engines[shard], plan.per_shard, params, {})
+            return list(result.keys()), [(shard, tuple(row)) for row in result]
 
         return run
 
-    parts = parallel.run_per_shard(
+    answers = parallel.run_per_shard(
         [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
     )
+    # Columns by position (a row looked up by Column object compares SQL expressions).
+    index = {name: i for i, name in enumerate(answers[0][0])} if answers else {}
+    if any(c.key not in index for c in [*plan.columns, *(c for _, c in columns)]):
+        return None
+    keys = [
+        merging.SortKey(_at(index[column.key]), key.descending, key.nulls, key.name)
+        for key, column in zip(plan.sort, plan.columns, strict=True)
+    ]
     dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
 
     def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
         bind = {"shard_id": shards[0]}
         return [tuple(row) for row in session.execute(text(sql), values, bind_arguments=bind)]
 
-    ranks_plan = replace(plan, sort=keys)
-    ranker = text_ranker(ranks_plan, shards[0], dialects[0], run_sql)
-    rows = merging.merge_rows(parts, keys, dialects, text_ranks=ranker)
+    ranker = text_ranker(replace(plan, sort=keys), shards[0], dialects[0], run_sql)
+    rows = merging.merge_rows([rows for _, rows in answers], keys, dialects, text_ranks=ranker)
     if plan.window is not None:
         rows = merging.window(rows, *plan.window)
-    objects = [loaded_object(session, mapper, columns, values, shard) for shard, values in rows]
+    positions = [(name, index[column.key]) for name, column in columns]
+    key_positions = [index[column.key] for column in mapper.primary_key]
+    objects = [
+        loaded_object(session, mapper, positions, key_positions, values, shard)
+        for shard, values in rows
+    ]
     return object_result(mapper.class_.__name__, objects)
 
 
-def _column_of(column: Any) -> Callable[[tuple[str, Any]], Any]:
-    return lambda pair: pair[1][column]
+def _at(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
+    return lambda pair: pair[1][position]
 
 
 def _merged(
