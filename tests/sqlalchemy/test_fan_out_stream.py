@@ -11,6 +11,7 @@ held as those still alive (weak references).
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.engine import Engine
 
+from uid_fields.ops import parallel
 from uid_fields.sqlalchemy import bulk_insert, sharded_session
 
 from .conftest import SHARDS
@@ -126,3 +128,48 @@ def test_a_page_of_objects_loads_only_the_rows_it_returns(
         session.commit()
         session.expunge_all()
         assert session.get(Order, changed).customer == "changed"  # type: ignore[union-attr]
+
+
+def test_a_postgresql_page_is_sent_to_every_shard_from_the_calling_thread(
+    orders: dict[str, Engine],
+) -> None:
+    """On PostgreSQL (psycopg 3) a page of objects is compiled once and sent to every
+    shard before any answer is read, from the calling thread: no shard's connection is
+    opened on a pool thread. With a listener of the engines' statements it keeps the
+    pool threads, and the listener sees every shard's statement."""
+    if next(iter(orders.values())).dialect.name != "postgresql":
+        pytest.skip("sending to every shard at once is psycopg 3's")
+    opened: list[str] = []
+
+    def record(*args: Any) -> None:
+        opened.append(threading.current_thread().name)
+
+    parallel.shutdown()
+    for engine in orders.values():
+        engine.dispose()
+        event.listen(engine.pool, "connect", record)
+    seen: list[str] = []
+
+    def count(conn: Any, *args: Any) -> None:
+        seen.append(str(conn.engine.url.database))
+
+    try:
+        statement = select(Order).order_by(Order.id.desc()).limit(6)
+        with sharded_session(orders) as session:
+            page = [o.id for o in session.on_all_shards(statement).scalars()]
+        assert len(page) == 6 and len(opened) == len(SHARDS)
+        assert set(opened) == {threading.current_thread().name}
+        for engine in orders.values():
+            event.listen(engine, "before_cursor_execute", count)
+        try:
+            with sharded_session(orders) as session:
+                again = [o.id for o in session.on_all_shards(statement).scalars()]
+        finally:
+            for engine in orders.values():
+                event.remove(engine, "before_cursor_execute", count)
+        assert again == page
+        assert len(set(seen)) == len(SHARDS)
+    finally:
+        for engine in orders.values():
+            event.remove(engine.pool, "connect", record)
+        parallel.shutdown()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import select
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import FanOutTimeoutError
@@ -45,9 +45,9 @@ def available(connection: object) -> bool:
     )
 
 
-def bind(connection: Any, sql: str, params: Sequence[Any]) -> bytes:
-    """``sql`` with its ``%s`` parameters bound as text, as psycopg's client-side
-    cursor binds them (with the adapters of ``connection``)."""
+def bind(connection: Any, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> bytes:
+    """``sql`` with its ``%s`` (or ``%(name)s``) parameters bound as text, as psycopg's
+    client-side cursor binds them (with the adapters of ``connection``)."""
     with ClientCursor(connection) as cursor:
         text: str = cursor.mogrify(sql, params)
     return text.encode(connection.info.encoding)

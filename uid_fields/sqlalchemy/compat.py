@@ -20,13 +20,16 @@ from sqlalchemy.orm.attributes import instance_state, set_committed_value
 from sqlalchemy.sql.schema import Column
 
 __all__ = [
+    "STATEMENT_EVENTS",
     "SelectParts",
+    "compiled_select",
     "frozen_rows",
     "has_options",
     "into_session",
     "is_plain_select",
     "loaded_object",
     "object_result",
+    "observed",
     "plain_columns",
     "result_of",
     "select_parts",
@@ -157,3 +160,43 @@ def object_result(name: str, objects: list[Any]) -> Result[Any]:
     result: IteratorResult[Any] = IteratorResult(SimpleResultMetaData([name]), iter(objects))
     result._source_supports_scalars = True
     return result
+
+
+def compiled_select(
+    statement: Select[Any], dialect: Any, params: Any
+) -> tuple[str, dict[str, Any], list[str], list[Any]] | None:
+    """``statement`` compiled for ``dialect`` as the DBAPI would receive it: the SQL
+    (expanding parameters rendered), its parameters by name with the types' bind
+    processors applied, the result's column names and each column's result processor
+    (None: none). None for what this does not repeat (a positional paramstyle, tuple
+    parameters)."""
+    compiled: Any = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    if compiled.positional:
+        return None
+    values = dict(compiled.construct_params(params))
+    for name, process in compiled._bind_processors.items():
+        if not callable(process):
+            return None
+        if name in values:
+            values[name] = process(values[name])
+    entries = compiled._result_columns
+    names = [entry.keyname for entry in entries]
+    processors = [entry.type._cached_result_processor(dialect, None) for entry in entries]
+    return str(compiled.string), values, names, processors
+
+
+#: The engine events that see each statement executed.
+STATEMENT_EVENTS = (
+    "before_execute",
+    "after_execute",
+    "before_cursor_execute",
+    "after_cursor_execute",
+)
+
+
+def observed(engine: Any, *, own: int = 0) -> bool:
+    """Whether ``engine`` has listeners of its statements (a statement logger, a counter)
+    besides ``own`` of the adapter's: a statement sent below SQLAlchemy's execution would
+    escape them. (A listener is stored wrapped, so they are counted, not compared.)"""
+    count = sum(len(list(getattr(engine.dispatch, name, ()))) for name in STATEMENT_EVENTS)
+    return count > own

@@ -29,20 +29,23 @@ from sqlalchemy.sql.elements import ColumnElement, Label, UnaryExpression
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.schema import Column
 
-from .._internal import dbapi
-from ..errors import UnmergeableQueryError
+from .._internal import dbapi, pgmux
+from ..errors import FanOutTimeoutError, UnmergeableQueryError
 from ..ops import merge as merging
 from ..ops import parallel, streams
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from .guard import guarded
 
 if TYPE_CHECKING:
     from .session import ShardedIdSession
 from .compat import (
+    compiled_select,
     frozen_rows,
     has_options,
     into_session,
     loaded_object,
     object_result,
+    observed,
     plain_columns,
     result_of,
     select_parts,
@@ -352,9 +355,11 @@ def _kept_rows(
 
         return run
 
-    answers = parallel.run_per_shard(
-        [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
-    )
+    answers = _at_once(plan, shards, engines, params, session.fan_out_timeout)
+    if answers is None:
+        answers = parallel.run_per_shard(
+            [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
+        )
     # Columns by position (a row looked up by Column object compares SQL expressions).
     index = {name: i for i, name in enumerate(answers[0][0])} if answers else {}
     if any(c.key not in index for c in [*plan.columns, *(c for _, c in columns)]):
@@ -380,6 +385,67 @@ def _kept_rows(
         for shard, values in rows
     ]
     return object_result(mapper.class_.__name__, objects)
+
+
+def _at_once(
+    plan: FanOutPlan,
+    shards: list[str],
+    engines: Mapping[str, Any],
+    params: Mapping[str, Any] | None,
+    timeout: float | None,
+) -> list[tuple[list[str], list[tuple[str, tuple[Any, ...]]]]] | None:
+    """Each shard's rows of the statement, sent to every shard before any answer is read
+    (``_internal.pgmux``), from this thread and with no thread per shard: the statement
+    compiled and bound once, each shard's connection taken from its engine's pool and
+    given back. None where that cannot be done (a driver other than psycopg 3, engines
+    with event listeners, a statement ``compat.compiled_select`` does not repeat, an
+    error on a shard, a broken connection): the caller reads each shard on its pool
+    thread, as before."""
+    dialects = {engines[s].dialect for s in shards}
+    dialect = engines[shards[0]].dialect
+    if len({(d.name, d.driver) for d in dialects}) != 1 or dialect.driver != "psycopg":
+        return None
+    if any(observed(engines[s], own=int(guarded(engines[s]))) for s in shards):
+        return None  # every statement stays visible to the engines' listeners
+    compiled = compiled_select(plan.per_shard, dialect, params)
+    if compiled is None:
+        return None
+    sql, values, names, processors = compiled
+    raws: list[Any] = []
+    answers: list[list[tuple[Any, ...]] | None]
+    try:
+        raws = [engines[shard].raw_connection() for shard in shards]
+        drivers = [raw.driver_connection for raw in raws]
+        if not all(pgmux.available(driver) for driver in drivers):
+            return None
+        query = pgmux.bind(drivers[0], sql, values)
+        answers = pgmux.fetch_at_once(drivers, query, timeout=timeout, names=shards)
+    except FanOutTimeoutError as late:
+        for shard, raw in zip(shards, raws, strict=False):
+            if shard in late.shards:
+                raw.invalidate()  # a query may still run there: never reuse it
+        raise
+    except Exception:  # a broken connection (a server restarted): the usual way instead
+        for raw in raws:
+            raw.invalidate()
+        return None
+    finally:
+        for raw in raws:
+            raw.close()  # back to its pool (an invalidated one is discarded)
+    if any(rows is None for rows in answers):
+        return None  # an error there: the usual way raises it as SQLAlchemy's
+    process = any(processors)
+    return [
+        (names, [(shard, _processed(row, processors) if process else row) for row in rows or ()])
+        for shard, rows in zip(shards, answers, strict=True)
+    ]
+
+
+def _processed(row: tuple[Any, ...], processors: list[Any]) -> tuple[Any, ...]:
+    return tuple(
+        value if process is None else process(value)
+        for value, process in zip(row, processors, strict=True)
+    )
 
 
 def _at(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
