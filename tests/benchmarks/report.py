@@ -37,8 +37,9 @@ CAUSES = {
         "the waits (see the 2 ms rows)."
     ),
     "fan_out_page": (
-        "a fan-out's page costs the shards' queries at once (on the per-shard pools' "
-        "threads, under one GIL on 2 cores) plus the merge; see the fan-out page tables."
+        "a fan-out's page reads eight answers (psycopg loading, the ORM's converters or "
+        "result processors) and makes its 20 objects under one GIL on 2 shared cores, "
+        "where one database reads one; see the fan-out page tables and their notes."
     ),
     "sqla_flush": (
         "the ids come from next_id() one call per row inside the shard's SELECT ... "
