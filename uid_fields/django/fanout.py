@@ -31,6 +31,7 @@ from .compat import (
     selected_names,
 )
 from .conf import conf
+from .fences import FENCE_TRANSLATOR
 from .replicas import WRITE_WATCHER, read_alias, read_pins
 
 if TYPE_CHECKING:
@@ -164,6 +165,11 @@ def _column(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
 #: The pool whose threads serve every PostgreSQL shard at once (``_at_once``).
 _ALL_SHARDS = "all-shards"
 
+#: uid_fields' own execute wrappers, which look at writes only (read-your-writes pins, the
+#: shard move's fence): a page read sent below them loses nothing. Any other wrapper is a
+#: user's observer (a query counter, a logger) and keeps the read on Django's path.
+_OWN_WRAPPERS = (WRITE_WATCHER, FENCE_TRANSLATOR)
+
 
 def _at_once(
     compiled: CompiledSelect, aliases: list[str]
@@ -194,7 +200,7 @@ def _send_to_all(
     for alias, connection in zip(aliases, wrappers, strict=True):
         _fresh_worker_connection(alias)
         connection.ensure_connection()
-        wrappers_seen = [w for w in connection.execute_wrappers if w is not WRITE_WATCHER]
+        wrappers_seen = [w for w in connection.execute_wrappers if w not in _OWN_WRAPPERS]
         observed = wrappers_seen or connection.queries_logged
         if observed or connection.in_atomic_block or not pgmux.available(connection.connection):
             return None

@@ -21,7 +21,7 @@ from django.dispatch import receiver
 
 from ..sql.fences import refusal
 
-__all__ = ["install"]
+__all__ = ["FENCE_TRANSLATOR", "install"]
 
 
 def _translate(
@@ -34,6 +34,11 @@ def _translate(
         if fenced is None:
             raise
         raise fenced from exc
+
+
+#: The wrapper itself, for code that tells uid_fields' own wrappers from a user's (a query
+#: counter, a logger): it translates refused writes and observes nothing.
+FENCE_TRANSLATOR = _translate
 
 
 def _watch(connection: Any) -> None:
