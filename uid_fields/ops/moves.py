@@ -31,25 +31,27 @@ Rows of the range are selected in SQL where the route is arithmetic on the id
 
 Progress and reports live in ``move_reports``; each pass is logged on ``uid_fields.moves``
 (docs/logging.md).
+
+This module holds steps 1 to 4 and the class users build. The rest lives in modules of
+its own, each importing only those below it: the tables' contract and the row digest
+(``move_tables``), the range and the walk over both sides every step reads the same way
+(``move_walk``), the cleanup's rules (``move_cleanup``), the state file (``move_state``),
+the reports (``move_reports``) and the write fence (``fences``). Every name callers use
+is still importable from here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from ..ids.layouts import IntLayout
-from ..placement import Placement
-from ..placement.predicates import logical_range_sql
-from .fences import FenceRunner, MoveFence
-from .move_reports import CleanupReport, MoveReport, Progress, Ticker, VerifyReport
+from .fences import MoveFence
+from .move_cleanup import MoveCleanup
+from .move_reports import CleanupReport, MoveReport, Progress, VerifyReport
 from .move_state import MoveState, MoveStateMismatch, database_identity
+from .move_tables import MovedTable, RowStore, ShardSums, row_digest
+from .move_tables import Row as Row
+from .move_walk import DEFAULT_MARGIN_MS as DEFAULT_MARGIN_MS
 
 __all__ = [
     "CleanupReport",
@@ -67,287 +69,17 @@ __all__ = [
 
 log = logging.getLogger("uid_fields.moves")
 
-Row = tuple[Any, ...]
-_Sums = dict[int, list[int]]
 
-#: Rows written this long before a pass began are still looked for by the next catch-up:
-#: it covers clocks that differ between the processes that make ids.
-DEFAULT_MARGIN_MS = 60_000
-
-
-class RowStore(FenceRunner, Protocol):
-    """One table as an adapter exposes it.
-
-    Rows are tuples of column values with the primary key first; ``route_index`` is the
-    position of the value that places the row (its id, or its parent's id). The fence
-    runs its SQL through it too (``FenceRunner``).
-    """
-
-    label: str
-    route_index: int
-
-    @property
-    def integrity_error(self) -> type[Exception]:
-        """What a write that breaks a constraint raises (a child whose parent is missing)."""
-
-    def column_sql(self, database: str) -> str:
-        """The quoted routing column, for SQL predicates."""
-
-    def read(
-        self, database: str, *, after: Any, upto: Any, limit: int, where: str | None
-    ) -> list[Row]:
-        """Up to ``limit`` rows with ``after < pk <= upto`` (None: no bound) that satisfy
-        the SQL ``where`` (None: every row), ordered by primary key."""
-
-    def count(self, database: str, where: str | None) -> int: ...
-
-    def writing(self, database: str) -> AbstractContextManager[Any]:
-        """A transaction on ``database`` around one batch's writes."""
-
-    def insert(self, database: str, rows: Sequence[Row]) -> None: ...
-
-    def update(self, database: str, rows: Sequence[Row]) -> None: ...
-
-    def delete(self, database: str, keys: Sequence[Any]) -> None: ...
-
-
-@dataclass(frozen=True)
-class MovedTable:
-    """A table whose rows follow ``placement`` (its own ids', or its parent's)."""
-
-    store: RowStore
-    placement: Placement
-    #: The layout of the primary keys when they carry their time (the catch-up starts
-    #: at the first key of a time); None for keys without time (walked whole).
-    key_layout: IntLayout | None = None
-
-
-def _digest(row: Row) -> int:
-    return int.from_bytes(hashlib.blake2b(repr(row).encode(), digest_size=8).digest(), "big")
-
-
-class ShardMove:
+class ShardMove(MoveCleanup):
     """Move logical shards ``low`` to ``high - 1`` from ``source`` to ``target``.
 
     ``tables`` come parents first. ``state`` is a file that lets a stopped run resume
     (None: start over each time, which is safe, only slower). ``on_progress`` receives a
     ``Progress`` about twice a second and at the end of every pass.
+
+    The range and the walk come from ``MoveWalk`` (``move_walk``), ``cleanup()`` from
+    ``MoveCleanup`` (``move_cleanup``); copy, catch-up, verify and the switch are here.
     """
-
-    def __init__(
-        self,
-        tables: Sequence[MovedTable],
-        *,
-        source: str,
-        target: str,
-        low: int | None = None,
-        high: int | None = None,
-        space: int | None = None,
-        batch: int = 1000,
-        state: str | Path | None = None,
-        margin_ms: int = DEFAULT_MARGIN_MS,
-        on_progress: Callable[[Progress], None] | None = None,
-        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
-        map_name: str | None = None,
-    ) -> None:
-        if source == target:
-            raise ValueError(f"the source and the target are both {source!r}")
-        if (low is None) != (high is None):
-            raise TypeError("give both low and high, or neither (the source's whole range)")
-        if low is not None and high is not None and not 0 <= low < high:
-            raise ValueError(f"the range {low}:{high} is empty (half-open: start:stop)")
-        if batch < 1:
-            raise ValueError(f"the batch size must be positive, got {batch}")
-        self.tables = list(tables)
-        self.source, self.target, self.low, self.high = source, target, low, high
-        self.batch = batch
-        self.margin_ms = margin_ms
-        self.on_progress = on_progress
-        self.clock_ms = clock_ms
-        self.space = space or max((t.placement.logical_shards for t in self.tables), default=1)
-        if high is not None and high > self.space:
-            raise ValueError(f"the range {low}:{high} exceeds the {self.space} logical shards")
-        self._ranges = {t.store.label: self._range(t) for t in self.tables}
-        owners = {t.store.label: self._owners(t) for t in self.tables}
-        if len(set(owners.values())) > 1:
-            raise ValueError(
-                f"the maps disagree on who owns the range ({owners}): deploy the new map "
-                "for every table at once, or move the tables apart"
-            )
-        #: Whether the maps already give the range to the target (the new map is live).
-        self.deployed = set(owners.values()) == {self.target}
-        span = "all" if low is None else f"{low}:{high}"
-        self.map_name = map_name
-        #: What the move is called: in its state file, its fence and the fence's errors.
-        self.name = f"{source}->{target} {span}"
-        if map_name:
-            self.name = f"{map_name} {self.name}"
-        self._source_sums: dict[str, _Sums] = {}
-        self._held: bool | None = None
-        belongs = None if state is None else self._belongs()
-        self.state = MoveState(state, f"{source}->{target} {span}", belongs)
-
-    def _belongs(self) -> dict[str, Any]:
-        """What the state file records of this move (compared on every later run)."""
-        # the table named first: the same one on every run, whatever the tables' order
-        store = min((t.store for t in self.tables), key=lambda s: s.table_name, default=None)
-        return {
-            "map": self.map_name,
-            "source": None if store is None else database_identity(store, self.source),
-            "target": None if store is None else database_identity(store, self.target),
-            "tables": {label: list(span) for label, span in self._ranges.items()},
-        }
-
-    def __repr__(self) -> str:
-        return f"<ShardMove {self.source} -> {self.target} logical shards {self._span()}>"
-
-    def _span(self) -> str:
-        if self.low is None or self.high is None:
-            return f"of {self.source}"
-        return f"{self.low}..{self.high - 1}"
-
-    def _range(self, table: MovedTable) -> tuple[int, int]:
-        """The moved logical shards in the table's own logical space.
-
-        Without a range, the source's whole range in the table's map (the target's, once
-        a map without the source is deployed). A range is given over ``space`` logical
-        shards; a route with a multiple of that many (Instagram's 8192 beside a snowflake
-        map's 1024) sees each one as that many of its own, as an even spread and
-        co-located children do.
-        """
-        theirs, label = table.placement.logical_shards, table.store.label
-        if self.low is None or self.high is None:
-            shard_map = table.placement.shard_map
-            ranges = {} if shard_map is None else shard_map.ranges
-            found = ranges.get(self.source) or ranges.get(self.target)
-            if found is None:
-                raise ValueError(f"{label}: neither database is in its shard map")
-            return found
-        if theirs % self.space == 0:
-            factor = theirs // self.space
-            return self.low * factor, self.high * factor
-        if self.space % theirs == 0:
-            factor = self.space // theirs
-            if self.low % factor == 0 and self.high % factor == 0:
-                return self.low // factor, self.high // factor
-        raise ValueError(
-            f"{label}: its ids have {theirs} logical shards, and the range {self.low}:"
-            f"{self.high} of {self.space} is not a whole number of them"
-        )
-
-    def _owners(self, table: MovedTable) -> str:
-        """The one database the map gives the table's moved logical shards to: the
-        source (before the switch) or the target (after); ``ValueError`` otherwise."""
-        shard_map, label = table.placement.shard_map, table.store.label
-        if shard_map is None:
-            raise ValueError(f"{label}: its ids have no shard map")
-        low, high = self._ranges[label]
-        owners = {shard_map.database(n) for n in range(low, high)}
-        if owners not in ({self.source}, {self.target}):
-            raise ValueError(
-                f"{label}: the map gives logical shards {low}..{high - 1} to "
-                f"{sorted(owners)}; a move needs them all on {self.source!r} (before) "
-                f"or all on {self.target!r} (after the new map is deployed)"
-            )
-        return owners.pop()
-
-    # -- walking both sides --------------------------------------------------------------
-    def _where(self, table: MovedTable, database: str) -> str | None:
-        column = table.store.column_sql(database)
-        return logical_range_sql(table.placement.route, column, *self._ranges[table.store.label])
-
-    def _logical(self, table: MovedTable, row: Row) -> int:
-        return table.placement.logical_shard_of(row[table.store.route_index])
-
-    def _side(
-        self, table: MovedTable, database: str, after: Any, upto: Any
-    ) -> tuple[list[Row], Any]:
-        """A batch of rows and the last key read (before filtering in Python)."""
-        rows = table.store.read(
-            database, after=after, upto=upto, limit=self.batch, where=self._where(table, database)
-        )
-        return rows, (rows[-1][0] if len(rows) == self.batch else None)
-
-    def _pairs(
-        self, table: MovedTable, after: Any, only: set[int] | None = None
-    ) -> Iterator[tuple[list[Row], list[Row], Any, int]]:
-        """Batches ``(source rows, target rows, last key, source rows walked)`` of the
-        range, in key order (rows walked include those checked and left in Python).
-
-        Both sides cover the same keys: the source's batch sets the upper bound, and a
-        full target batch that ends lower pulls it down.
-        """
-        low, high = self._ranges[table.store.label]
-
-        def keep(row: Row) -> bool:
-            logical = self._logical(table, row)
-            return low <= logical < high and (only is None or logical in only)
-
-        cursor = after
-        while True:
-            source, upper = self._side(table, self.source, cursor, None)
-            target, target_end = self._side(table, self.target, cursor, upper)
-            if target_end is not None and (upper is None or target_end < upper):
-                upper = target_end
-                source = [row for row in source if row[0] <= upper]
-            if not source and not target:
-                return
-            last = upper if upper is not None else max(r[0] for r in (*source, *target))
-            yield [r for r in source if keep(r)], [r for r in target if keep(r)], last, len(source)
-            if upper is None:
-                return
-            cursor = upper
-
-    def _alone(
-        self,
-        store: RowStore,
-        write: Callable[[str, Sequence[Any]], None],
-        item: Any,
-        database: str | None = None,
-    ) -> bool:
-        """One write in a transaction of its own; False when the database (the target
-        unless said) refused it."""
-        database = database or self.target
-        try:
-            with store.writing(database):
-                write(database, [item])
-        except store.integrity_error:
-            return False
-        return True
-
-    def _rows_of(self, table: MovedTable, database: str) -> Iterator[list[Row]]:
-        """The range's rows of one side, a batch at a time, in key order."""
-        low, high = self._ranges[table.store.label]
-        after = None
-        while True:
-            rows = table.store.read(
-                database,
-                after=after,
-                upto=None,
-                limit=self.batch,
-                where=self._where(table, database),
-            )
-            yield [row for row in rows if low <= self._logical(table, row) < high]
-            if len(rows) < self.batch:
-                return
-            after = rows[-1][0]
-
-    def _fingerprint(self, table: MovedTable) -> list[int]:
-        """``[rows, checksum]`` of the source's range of ``table``."""
-        count = total = 0
-        for rows in self._rows_of(table, self.source):
-            count += len(rows)
-            total = (total + sum(_digest(row) for row in rows)) % (1 << 64)
-        return [count, total]
-
-    @property
-    def after_switch(self) -> bool:
-        """Whether the target may take writes now (switched, or the map deployed):
-        from then on nothing is copied, repaired or mirrored onto it."""
-        return self.deployed or self.state.switched
-
-    def _ticker(self, table: MovedTable, phase: str, total: int | None = None) -> Ticker:
-        return Ticker(self.on_progress, table.store.label, phase, total)
 
     # -- copy and catch up ---------------------------------------------------------------
     def _sync(
@@ -441,10 +173,10 @@ class ShardMove:
         return reports
 
     # -- verify --------------------------------------------------------------------------
-    def _sums(self, table: MovedTable) -> tuple[_Sums, _Sums, dict[int, int]]:
+    def _sums(self, table: MovedTable) -> tuple[ShardSums, ShardSums, dict[int, int]]:
         """Per logical shard: (rows, checksum) on each side, and source rows the target
         lacks."""
-        sides: tuple[_Sums, _Sums] = ({}, {})
+        sides: tuple[ShardSums, ShardSums] = ({}, {})
         missing: dict[int, int] = {}
         ticker = self._ticker(table, "verify")
         for source, target, _key, walked in self._pairs(table, None):
@@ -452,7 +184,7 @@ class ShardMove:
                 for row in rows:
                     entry = sums.setdefault(self._logical(table, row), [0, 0])
                     entry[0] += 1
-                    entry[1] = (entry[1] + _digest(row)) % (1 << 64)
+                    entry[1] = (entry[1] + row_digest(row)) % (1 << 64)
             there = {row[0] for row in target}
             for row in source:
                 if row[0] not in there:
@@ -501,26 +233,6 @@ class ShardMove:
             reports.append(report)
         return reports
 
-    def _trusted(self, table: MovedTable, fingerprint: list[int] | None) -> bool:
-        """Whether every source row of ``table`` was on the target at the switch: the
-        switch recorded the source's fingerprint and the source still matches it (the
-        fence held), or a cleanup that began so still runs behind the insert and update
-        fence."""
-        label = table.store.label
-        if not self.state.switched or label not in self.state.fingerprints:
-            return False
-        if self.state.cleaning is not None:
-            return label in self.state.cleaning and self._fence_held()
-        return fingerprint == self.state.fingerprints[label]
-
-    def _fence_held(self) -> bool:
-        """Whether the fence still refuses inserts and updates on the source."""
-        if self._held is None:
-            sql = self.fence.sql
-            wanted = {sql.trigger(t, e) for t in sql.tables for e in ("INSERT", "UPDATE")}
-            self._held = wanted <= set(self.fence.installed())
-        return self._held
-
     def _check_after_switch(self, table: MovedTable) -> VerifyReport:
         """After the switch the target is the owner: its rows may rightly differ from
         the source (updated, inserted, deleted by the application). What must hold is
@@ -534,7 +246,7 @@ class ShardMove:
         for source, target, _key, walked in self._pairs(table, None):
             shards.update(self._logical(table, row) for row in (*source, *target))
             count += len(source)
-            total = (total + sum(_digest(row) for row in source)) % (1 << 64)
+            total = (total + sum(row_digest(row) for row in source)) % (1 << 64)
             target_rows += len(target)
             there = {row[0] for row in target}
             for row in source:
@@ -558,15 +270,6 @@ class ShardMove:
         return report
 
     # -- the switch ----------------------------------------------------------------------
-    @property
-    def fence(self) -> MoveFence:
-        """The write fence of this move on the source (see ``uid_fields.ops.fences``)."""
-        return MoveFence(
-            self.name,
-            self.source,
-            [(t.store, t.placement, self._ranges[t.store.label]) for t in self.tables],
-        )
-
     def switch(self, *, rounds: int = 5) -> tuple[list[MoveReport], list[VerifyReport]]:
         """Close the range on the source (the fence), catch up and verify while nothing
         can change there, and return what the passes did: when every verify report is
@@ -634,84 +337,3 @@ class ShardMove:
         self.fence.remove()
         self.state.switched, self.state.fingerprints = False, {}
         self.state.save()
-
-    # -- cleanup -------------------------------------------------------------------------
-    def cleanup(self, *, dry_run: bool = False) -> list[CleanupReport]:
-        """Delete the source's copies of the range, children first, and remove the fence.
-
-        Deleted: the source rows the target holds, and, when the switch's fingerprint
-        shows the source unchanged since (``_trusted``), the rows the application deleted
-        on the target after the switch. Kept, and reported: rows not on the target that
-        nothing tells from rows never copied, and rows a kept row still refers to (a
-        parent whose child is kept: the database refuses its delete, which is then
-        tried row by row instead of failing the batch). The fence opens for deletes
-        first; it goes, and an existing state file is marked finished, once nothing is
-        kept. Refused until the maps give the range to the target. With ``dry_run``
-        nothing is deleted: the reports count what would be deleted and kept.
-        """
-        if not self.deployed:
-            raise ValueError(
-                f"the map still gives logical shards {self._span()} to "
-                f"{self.source!r}: switch, deploy the new map, then clean up"
-            )
-        trusted = self._cleanup_trust(dry_run)
-        fence = self.fence
-        if not dry_run:
-            fence.remove(["DELETE"])  # deleting the copies; inserts and updates stay closed
-        reports = []
-        for table in reversed(self.tables):
-            label = table.store.label
-            report = CleanupReport(label, dry_run=dry_run)
-            ticker = self._ticker(table, "cleanup")
-            for source, target, _key, walked in self._pairs(table, None):
-                there = {row[0] for row in target}
-                absent = [row[0] for row in source if row[0] not in there]
-                doomed = [row[0] for row in source if row[0] in there]
-                if label in trusted:  # deleted on the target since the switch
-                    report.deleted_since += len(absent)
-                    doomed += absent
-                else:
-                    for key in absent:
-                        report.keep(key)
-                if doomed and not dry_run:
-                    refused = self._delete_source(table.store, doomed)
-                    for key in refused:
-                        report.keep(key, referenced=True)
-                    doomed = [key for key in doomed if key not in set(refused)]
-                report.deleted += len(doomed)
-                ticker.tick(walked)
-            ticker.end()
-            log.log(logging.WARNING if report.kept else logging.INFO, "%s", report)
-            reports.append(report)
-        if not dry_run and not any(r.kept for r in reports):
-            fence.remove()  # the move is over: the source holds nothing of the range
-            if self.state.path is not None and self.state.path.exists():
-                self.state.finished_ms = self.clock_ms()
-                self.state.save()  # a later run with this file is refused, not resumed
-        return reports
-
-    def _cleanup_trust(self, dry_run: bool) -> set[str]:
-        """The tables whose source rows were all on the target at the switch (so a
-        row the target lacks was deleted there since); fixed when a cleanup first
-        begins, so a resumed one (after deleting some) keeps the same answer."""
-        if self.state.cleaning is not None:
-            return {t.store.label for t in self.tables if self._trusted(t, None)}
-        found = {
-            t.store.label
-            for t in self.tables
-            if self.state.switched and self._trusted(t, self._fingerprint(t))
-        }
-        if not dry_run and self.state.switched:
-            self.state.cleaning = sorted(found)
-            self.state.save()
-        return found
-
-    def _delete_source(self, store: RowStore, keys: list[Any]) -> list[Any]:
-        """Delete ``keys`` on the source; the keys whose delete the database refused
-        (a row a kept row refers to), each tried alone."""
-        try:
-            with store.writing(self.source):
-                store.delete(self.source, keys)
-        except store.integrity_error:
-            return [k for k in keys if not self._alone(store, store.delete, k, self.source)]
-        return []
