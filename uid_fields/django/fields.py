@@ -472,25 +472,32 @@ def _fill_after_init(sender: type[models.Model], instance: models.Model, **kwarg
     # Runs for every object of a keyed model built, from the database too: the early
     # exits come first, and everything looked up per row is kept per settings generation.
     pk = sender._meta.pk
-    if getattr(instance, pk.attname) is not None or not isinstance(pk, UidField):
+    attname = pk.attname
+    if getattr(instance, attname) is not None or not isinstance(pk, UidField):
         return
     if not pk.shard_key:
         value = pk.generate(instance)
         if value is not None:
-            record_made(instance, pk.attname, Made(value))
+            record_made(instance, attname, Made(value))
         return
-    placer = pk.key_placer()
+    placer = pk._key_placer
+    if placer is None or placer.generation != conf.settings_generation():
+        placer = pk.key_placer()
     key = getattr(instance, placer.key_attname)
     if key is not None:  # else made when the key is known (fill)
         value, database = placer.place(key)
-        setattr(instance, pk.attname, value)
+        setattr(instance, attname, value)
         state = instance._state
         made: dict[str, Made] | None = getattr(state, "uid_made", None)
-        entry = Made(value, key, placer.placement, database)
+        # tuple.__new__: a NamedTuple's own __new__ is a Python function, once per row
+        entry = _new_tuple(Made, (value, key, placer.placement, database))
         if made is None:
-            state.uid_made = {pk.attname: entry}  # type: ignore[attr-defined]
+            state.uid_made = {attname: entry}  # type: ignore[attr-defined]
         else:
-            made[pk.attname] = entry
+            made[attname] = entry
+
+
+_new_tuple = tuple.__new__
 
 
 class _PartsDescriptor:

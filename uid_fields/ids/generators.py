@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from typing import Any, Literal
 
@@ -441,6 +441,20 @@ class ShardedIdGenerator:
         self, count: int, shard: int | None = None, *, shard_key: object = None
     ) -> list[int]:
         return self._generator(self._shard(shard, shard_key)).next_ids(count)
+
+    def shard_maker(self) -> Callable[[int], int]:
+        """``next_id(shard=...)`` as one bound callable, for a caller that makes an id
+        per row from shards it computed (a placement's key placer): a shard whose
+        generator exists costs one dict lookup and that generator's ``next_id``; any
+        other value (a new shard, a bool, out of range) takes ``next_id`` itself."""
+        per_shard = self._per_shard  # only ever added to, never replaced
+        slow = self.next_id
+
+        def make(shard: int) -> int:
+            generator = per_shard.get(shard) if shard.__class__ is int else None
+            return generator.next_id() if generator is not None else slow(shard)
+
+        return make
 
     def shard_of(self, value: object) -> int:
         """The logical shard embedded in an id."""

@@ -449,14 +449,18 @@ def _fast_key_placer(
     take ``new_placed_id`` (it normalises or refuses them)."""
     total = placement.logical_shards
     mixed = placement.key_hash == "mixed"
-    next_id = generator.next_id
-    table = shard_map.database if shard_map is not None else None
+    make = generator.shard_maker()
+    # The alias of every logical shard (``shard_map.database``), indexed directly: the
+    # logical shard below is always in range.
+    table = shard_map.table if shard_map is not None else None
+    if table is not None and len(table) != total:
+        return placement.new_placed_id
     slow = placement.new_placed_id
 
     def place(key: object) -> tuple[Any, str | None]:
         if key.__class__ is not int or not KEY_MIN <= key < KEY_LIMIT:
             return slow(key)
         logical = (mix64(key) if mixed else key) % total
-        return next_id(logical), None if table is None else table(logical)
+        return make(logical), None if table is None else table[logical]
 
     return place
