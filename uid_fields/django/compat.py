@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-from django.db import models
+from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import BooleanField
@@ -236,3 +238,24 @@ def assign_generic_target(field: Any, instance: models.Model, value: Any) -> Non
         descriptor(field).__set__(instance, value)
     else:
         fields.GenericForeignKey.__set__(field, instance, value)
+
+
+@contextmanager
+def borrowed_connection(alias: str, wrapper: BaseDatabaseWrapper) -> Iterator[None]:
+    """In this thread, ``connections[alias]`` is ``wrapper`` (another thread's connection,
+    shared with ``inc_thread_sharing()``) for the block; then this thread's own again.
+
+    Django keeps connections per thread; ``LiveServerThread`` hands the test thread's
+    connections to the server thread the same way. The thread's own wrapper, if it had
+    one, is read from the handler's private per-thread storage so it is not replaced by
+    a new one (or closed) when the block ends.
+    """
+    own = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
+    connections[alias] = wrapper
+    try:
+        yield
+    finally:
+        if own is None:
+            del connections[alias]
+        else:
+            connections[alias] = own
