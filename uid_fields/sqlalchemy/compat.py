@@ -6,7 +6,9 @@ stable across 2.0 and 2.1, but they are not public: when a release changes them,
 the one module to fix, and ``tests/sqlalchemy/test_compat.py`` is the test that says so.
 The greenlet bridge of the asyncio extension (``greenlet_spawn`` runs sync code whose
 drivers await; ``await_only`` waits for a coroutine from inside it; 2.1 also names it
-``await_``) is imported from here too: ``sqlalchemy.util`` is not documented API.
+``await_``) is imported from here too: ``sqlalchemy.util`` is not documented API; so is
+``instance_state`` (``inspect(obj)`` without the inspection registry's dispatch, for
+hooks that run for every object built).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.engine import FrozenResult, Result
+from sqlalchemy.orm.attributes import instance_state
 from sqlalchemy.util import await_only, greenlet_spawn
 
 __all__ = [
@@ -23,6 +26,7 @@ __all__ = [
     "await_only",
     "frozen_rows",
     "greenlet_spawn",
+    "instance_state",
     "is_plain_select",
     "result_of",
     "select_parts",
