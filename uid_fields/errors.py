@@ -16,6 +16,7 @@ __all__ = [
     "MissingExtraError",
     "PublicIdError",
     "ShardKeyError",
+    "ShardMoveFencedError",
     "ShardRoutingError",
     "TwoPhaseCommitError",
     "UidFieldsError",
@@ -110,6 +111,37 @@ class WrongShardError(UidFieldsError, ValueError):
     def __init__(self, message: str, *, database: str, expected: str) -> None:
         self.database = database
         self.expected = expected
+        super().__init__(message)
+
+
+class ShardMoveFencedError(UidFieldsError, RuntimeError):
+    """A write to rows of logical shards that a shard move is switching to another
+    database was refused; nothing of the statement was written. Retry it shortly.
+
+    The move's fence (triggers the move installs on the source database, see
+    docs/scaling.md) closes the moving range for writes from the final catch-up until
+    the new map is deployed, so the copy the new database takes over is exact. Once the
+    new map is live, the same write goes to the new database and succeeds: retrying
+    after a short wait (with the new map reloaded) is the right answer. ``move`` names
+    the move, ``table`` the table, ``low``/``high`` its logical shards (``high``
+    excluded; both None when the whole table is closed) and ``database`` where the write
+    was sent (None when not known).
+    """
+
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        move: str,
+        table: str,
+        low: int | None,
+        high: int | None,
+        database: str | None = None,
+    ) -> None:
+        self.move, self.table, self.low, self.high = move, table, low, high
+        self.database = database
         super().__init__(message)
 
 

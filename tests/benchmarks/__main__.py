@@ -21,7 +21,7 @@ from . import report
 from .harness import Section, machine, versions
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUPS = ("gen", "memory", "pg", "mysql", "django", "redis")
+GROUPS = ("gen", "memory", "pg", "mysql", "django", "fanout", "redis")
 
 FULL: dict[str, dict[str, Any]] = {
     "gen": {},
@@ -35,6 +35,7 @@ FULL: dict[str, dict[str, Any]] = {
     "sqla_routing": {"rows": 4000, "gets": 300},
     "django": {"rows": 100_000, "rounds": 3, "sharded_rows": 4000, "gets": 300},
     "sqla_keyed": {"rows": 1000, "rounds": 15},
+    "fan_out_page": {"rows": 20_000, "calls": 200, "rounds": 3},
     "redis": {"duration": 0.5, "rounds": 3},
 }
 QUICK: dict[str, dict[str, Any]] = {
@@ -63,6 +64,7 @@ QUICK: dict[str, dict[str, Any]] = {
         "keyed_calls": 1,
     },
     "sqla_keyed": {"rows": 50, "rounds": 1, "calls": 1},
+    "fan_out_page": {"rows": 500, "calls": 5, "rounds": 1},
     "redis": {"duration": 0.02, "rounds": 1},
 }
 
@@ -70,7 +72,7 @@ QUICK: dict[str, dict[str, Any]] = {
 def _reachable(group: str) -> str | None:
     """None if the group's server answers, else why not."""
     try:
-        if group in ("pg", "django"):
+        if group in ("pg", "django", "fanout"):
             from .databases import _pg_admin
 
             _pg_admin().close()
@@ -101,7 +103,7 @@ def _reachable(group: str) -> str | None:
 
 
 def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], list[str]]:
-    from . import databases, generation, keyed_writes, memory, public_ids, redis_cost
+    from . import databases, fan_out_page, generation, keyed_writes, memory, public_ids, redis_cost
 
     params = QUICK if quick else FULL
     plan: dict[str, list[tuple[str, Callable[..., tuple[list[Section], dict[str, Any]]]]]] = {
@@ -117,6 +119,7 @@ def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], 
         ],
         "mysql": [("mysql", databases.run_mysql)],
         "django": [("django", databases.run_django)],
+        "fanout": [("fan_out_page", fan_out_page.run)],
         "redis": [("redis", redis_cost.run)],
     }
     sections: list[Section] = []

@@ -36,6 +36,11 @@ CAUSES = {
         "as eight in a row, plus the hand-off to the pool's threads; the pool overlaps only "
         "the waits (see the 2 ms rows)."
     ),
+    "fan_out_page": (
+        "a fan-out's page reads eight answers (psycopg loading, the ORM's converters or "
+        "result processors) and makes its 20 objects under one GIL on 2 shared cores, "
+        "where one database reads one; see the fan-out page tables and their notes."
+    ),
     "sqla_flush": (
         "the ids come from next_id() one call per row inside the shard's SELECT ... "
         "generate_series, so the flush pays the function's per-call cost (see the "
@@ -256,6 +261,24 @@ def targets(data: dict[str, Any]) -> Section:
             speedup >= 4,
             CAUSES["fan_out_delayed"],
         )
+    page = data.get("fan_out_page") or {}
+    for orm, label in (("django", "Django"), ("sqlalchemy", "SQLAlchemy")):
+        times = page.get(orm)
+        if not times:
+            continue
+        for wait, bound, text in (
+            ("", 3.0, "loopback"),
+            (", 1 ms wait", 2.0, "1 ms wait per query"),
+        ):
+            ratio = times[f"fan-out{wait}"] / times[f"one database{wait}"]
+            add(
+                f"{label}: order_by('-id')[:20] over 8 PostgreSQL shards <= {bound:g}x one "
+                f"database ({text})",
+                f"{ratio:.2f}x ({times[f'fan-out{wait}'] * 1e3:.2f} vs "
+                f"{times[f'one database{wait}'] * 1e3:.2f} ms)",
+                ratio <= bound,
+                CAUSES["fan_out_page"],
+            )
     public = data.get("public_ids")
     if public:
         worst = max(v for k, v in public.items() if k != "page of 100")

@@ -87,3 +87,16 @@ def test_public_id_benchmark_reports_each_operation_and_the_target() -> None:
     goals = report.targets(data)
     (row,) = [row for row in goals.rows if "Public-id" in row[0]]
     assert row[2] in ("met", "NOT MET") and "us" in row[1]
+
+
+def test_the_fan_out_page_targets_print_their_ratios() -> None:
+    times = {
+        "one database": 0.001,
+        "fan-out": 0.0025,
+        "one database, 1 ms wait": 0.002,
+        "fan-out, 1 ms wait": 0.005,
+    }
+    goals = report.targets({"fan_out_page": {"django": times, "sqlalchemy": times}})
+    rows = [row for row in goals.rows if "order_by('-id')[:20]" in row[0]]
+    assert [row[1].split()[0] for row in rows] == ["2.50x", "2.50x"] * 2
+    assert [row[2] for row in rows] == ["met", "NOT MET"] * 2

@@ -85,3 +85,40 @@ def test_a_connection_the_server_dropped_is_replaced_once_for_a_read() -> None:
             assert Order.objects.on_all_shards().count() == 12
     finally:
         parallel.shutdown()
+
+
+def test_a_frozen_shard_fails_a_page_read_from_one_thread_by_name(
+    proxied: FreezableProxy,
+) -> None:
+    """A page of models sends to every shard from one thread: the deadline still names
+    the frozen shard, its connection is discarded, and the next page works."""
+    orders = [Order.objects.create(note="x") for _ in range(24)]
+    newest = sorted((o.pk for o in orders), reverse=True)[:5]
+    with _with_timeout(1.5):
+        assert [o.pk for o in Order.objects.on_all_shards().order_by("-id")[:5]] == newest
+        proxied.freeze()
+        started = time.monotonic()
+        with pytest.raises(FanOutTimeoutError, match=FROZEN) as raised:
+            list(Order.objects.on_all_shards().order_by("-id")[:5])
+        assert raised.value.shards == [FROZEN]
+        assert time.monotonic() - started < 10
+        proxied.thaw()
+        assert [o.pk for o in Order.objects.on_all_shards().order_by("-id")[:5]] == newest
+
+
+def test_a_page_read_from_one_thread_replaces_dropped_connections() -> None:
+    parallel.shutdown()
+    orders = [Order.objects.create(note="x") for _ in range(12)]
+    newest = sorted((o.pk for o in orders), reverse=True)[:5]
+    assert [o.pk for o in Order.objects.on_all_shards().order_by("-id")[:5]] == newest
+    for alias in settings.SHARDS:  # a restart, as the idle pool sees it
+        with connections[alias].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+    try:
+        for _ in range(3):
+            assert [o.pk for o in Order.objects.on_all_shards().order_by("-id")[:5]] == newest
+    finally:
+        parallel.shutdown()

@@ -37,6 +37,7 @@ from tests.django.testapp.models import (
     Snap,
     Stamp,
 )
+from uid_fields import ShardMoveFencedError
 from uid_fields.django import allow_off_shard_writes
 from uid_fields.django.audit import audit
 from uid_fields.django.moves import map_models, shard_move
@@ -106,17 +107,26 @@ class Writer(threading.Thread):
         super().__init__(daemon=True)
         self.stop = threading.Event()
         self.error: BaseException | None = None
-        self.rounds = 0
+        self.rounds = self.fenced = 0
 
     def run(self) -> None:
         try:
             while not self.stop.is_set():
-                make_rows(2, f"w{self.rounds}-")
+                try:
+                    make_rows(2, f"w{self.rounds}-")
+                except ShardMoveFencedError:
+                    self.fenced += 1  # the switch closed the moving range: retried later
                 self.rounds += 1
         except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
             connections.close_all()
+
+
+@pytest.fixture(autouse=True)
+def no_fence_left() -> Iterator[None]:
+    yield
+    shard_move("main", source=SOURCE, target=TARGET).fence.remove()  # the flush deletes
 
 
 @pytest.fixture
@@ -154,11 +164,16 @@ def test_every_model_moves_with_writes_going_on(tmp_path: Path, writer: Writer) 
     while writer.rounds < 2:  # the writer is under way before the copy starts
         threading.Event().wait(0.01)
     first = move("--batch-size", "7", "--state", state)
+    assert "copy " in first and "catch-up" in first and "rows/s" in first and "ETA" in first
+    assert "next: run move-shards --switch" in first
+    switched = move("--batch-size", "7", "--state", state, "--switch")  # writes going on
+    assert "switched:" in switched
+    rounds = writer.rounds
+    while writer.rounds < rounds + 2:  # behind the fence, the writer goes on
+        threading.Event().wait(0.01)
     writer.stop.set()
     writer.join(30)
-    assert writer.error is None and writer.rounds > 2
-    assert "copy " in first and "catch-up" in first and "rows/s" in first and "ETA" in first
-    assert "next: give these logical shards" in first
+    assert writer.error is None and writer.rounds > 2 and writer.fenced > 0
     before = everything(settings.SHARDS)  # shard_4 holds copies
     on_source = on(SOURCE)
     assert on_source > 0
@@ -173,8 +188,8 @@ def test_every_model_moves_with_writes_going_on(tmp_path: Path, writer: Writer) 
 
     post_delete.connect(count_deletes, dispatch_uid="move-shards-test")
     with deployed():
-        second = move("--batch-size", "7", "--state", state)  # catch up after the switch
-        assert "copy " not in second.split("\n", 1)[1]  # resumed: nothing walked twice
+        second = move("--batch-size", "7", "--state", state)  # checks, copies nothing
+        assert "copy " not in second.split("\n", 1)[1] and "catch-up" not in second
         assert "deployed: run move-shards --cleanup" in second
         assert second.count("every row on the target") == len(map_models("main"))
         cleaned = move("--batch-size", "7", "--cleanup")
@@ -335,6 +350,7 @@ def test_a_dry_run_cleanup_reports_what_it_would_delete_and_deletes_nothing(
     assert on_source > 0
     with pytest.raises(CommandError, match="goes with --cleanup"):
         move("--dry-run")
+    move("--state", state, "--switch")
     with deployed():
         move("--state", state)
         dry = move("--cleanup", "--dry-run", "-v", "0")
@@ -355,4 +371,4 @@ def test_progress_lines_respect_verbosity_0(tmp_path: Path) -> None:
     make_rows(3, "q")
     quiet = move("-v", "0", "--state", str(tmp_path / "move.json"))
     assert "rows/s" not in quiet and "ETA" not in quiet
-    assert "next: give these logical shards" in quiet  # the result is still said
+    assert "next: run move-shards --switch" in quiet  # the result is still said

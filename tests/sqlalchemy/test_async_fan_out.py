@@ -63,10 +63,13 @@ async def _fill(engines: dict[str, AsyncEngine], count: int) -> list[int]:
     return ids
 
 
-def _postgres_engines(databases: list[str]) -> dict[str, AsyncEngine]:
-    # postgresql+psycopg through create_async_engine: psycopg 3's async connections.
+def _postgres_engines(databases: list[str], driver: str = "psycopg") -> dict[str, AsyncEngine]:
+    # postgresql+psycopg through create_async_engine is psycopg 3's async connections;
+    # postgresql+asyncpg is asyncpg's.
     return {
-        name: create_async_engine(postgres_url(database))
+        name: create_async_engine(
+            make_url(postgres_url(database)).set(drivername=f"postgresql+{driver}")
+        )
         for name, database in zip(SHARDS, databases, strict=True)
     }
 
@@ -116,9 +119,12 @@ async def _answers(session: AsyncSession, ids: list[int]) -> None:
         await on_all_shards(session, select(Order.customer).group_by(Order.customer))
 
 
-def test_fan_out_on_psycopg_async_runs_on_the_event_loop(postgres_databases: list[str]) -> None:
+@pytest.mark.parametrize("driver", ["psycopg", "asyncpg"])
+def test_fan_out_on_async_postgresql_drivers_runs_on_the_event_loop(
+    postgres_databases: list[str], driver: str
+) -> None:
     seen: list[int] = []
-    engines = _postgres_engines(postgres_databases)
+    engines = _postgres_engines(postgres_databases, driver)
 
     async def main() -> None:
         async with shard_tables(engines):

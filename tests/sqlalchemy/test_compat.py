@@ -42,3 +42,23 @@ def test_frozen_rows_round_trip() -> None:
         assert [tuple(r) for r in compat.frozen_rows(frozen)] == [(1,), (2,)]
         result = compat.result_of(frozen, list(reversed(compat.frozen_rows(frozen))))
         assert [r.id for r in result] == [2, 1]
+
+
+def test_streamed_rows_round_trip() -> None:
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.execute(Order.__table__.insert(), [{"id": i, "customer": "c"} for i in (1, 2)])
+        objects = session.execute(
+            select(Order).order_by(Order.id), execution_options={"yield_per": 1}
+        )
+        rows = list(reversed(list(compat.stream_rows(objects))))
+        assert [o.id for o in rows] == [2, 1]  # the objects of a one-entity result
+        result = compat.streamed_result(objects, iter(rows))
+        assert [o.id for o in result.scalars()] == [2, 1]
+        columns = session.execute(select(Order.id, Order.customer).order_by(Order.id))
+        rows = list(reversed(list(compat.stream_rows(columns))))
+        assert [tuple(r) for r in compat.streamed_result(columns, iter(rows))] == [
+            (2, "c"),
+            (1, "c"),
+        ]

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, event, func, select, text
+from sqlalchemy import create_engine, event, func, inspect, select, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from uid_fields.ops import parallel
 from uid_fields.sqlalchemy import ShardRoutingError, bulk_insert, sharded_session
@@ -142,7 +142,16 @@ def test_column_fan_outs_run_on_every_shard_at_once_when_nothing_was_written(
             assert in_pool == (set(SHARDS) if server else set())
             threads.clear()
             orders = session.on_all_shards(select(Order).limit(3)).scalars().all()
-            assert all(o in session for o in orders)  # objects: through the session
+            assert all(o in session for o in orders)  # objects: into the session
+            # Each under its shard's identity key: get() finds it in the session.
+            assert all(
+                inspect(o).key[2] in SHARDS and session.get(Order, o.id) is o for o in orders
+            )
+            in_pool = {n for n, t in threads if t.startswith("uid_fields-fanout")}
+            assert in_pool == (set(SHARDS) if server else set())
+            threads.clear()
+            with_options = select(Order).options(selectinload(Order.items)).limit(3)
+            assert len(session.on_all_shards(with_options).scalars().all()) == 3
             assert not any(t.startswith("uid_fields-fanout") for _, t in threads)
             session.add(Order(customer="pending"))
             session.flush()

@@ -13,12 +13,14 @@ class UidFieldsConfig(AppConfig):
         from . import (
             checks,  # noqa: F401  (registers the system checks)
             compat,
+            fences,
         )
         from .conf import conf
         from .converters import register
         from .deletion import ShardedCollector
 
         register()
+        fences.install()  # a shard move's fence refuses writes: ShardMoveFencedError
         # Deletes run each on_delete where the referring rows live (on one database,
         # exactly as Django's own Collector); the admin lists those rows before.
         compat.install_collector(ShardedCollector)

@@ -13,12 +13,15 @@ release; they are listed and reached here, so a new Django is checked in one pla
 from __future__ import annotations
 
 import importlib
+import inspect
+import operator
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.executor import MigrationExecutor
@@ -32,6 +35,7 @@ from django.db.models.query import (
     ModelIterable,
     NamedValuesListIterable,
     ValuesIterable,
+    get_related_populators,
 )
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "PRIVATE_QUERYSET_API",
     "PRIVATE_QUERY_API",
     "Collector",
+    "CompiledSelect",
     "FlatValuesListIterable",
     "ModelIterable",
     "NamedValuesListIterable",
@@ -238,6 +243,110 @@ def assign_generic_target(field: Any, instance: models.Model, value: Any) -> Non
         descriptor(field).__set__(instance, value)
     else:
         fields.GenericForeignKey.__set__(field, instance, value)
+
+
+#: Whether ``ModelIterable`` builds rows as ``CompiledSelect.models`` repeats (Django
+#: 5.2 and 6.0: related populators of (klass_info, select, db), no fetch mode).
+_PLAIN_POPULATORS = len(inspect.signature(get_related_populators).parameters) == 3
+
+
+class CompiledSelect:
+    """A model query's SQL compiled once, for every database of one backend: run it
+    raw on each (``fetch``), then build model instances of only the rows kept
+    (``models``), as ``ModelIterable`` would for each row's own database.
+
+    ``ModelIterable`` compiles the query on every database it reads and builds every
+    row it fetches; a fan-out's page of 20 over 8 shards would compile 8 times and
+    build 160 models to keep 20. The compiler's ``select``/``klass_info`` say where
+    the model's fields, the ``select_related`` rows and the annotations sit in a row.
+    """
+
+    def __init__(self, queryset: models.QuerySet[Any], compiler: Any, sql: str, params: Any):
+        self.queryset = queryset
+        self.compiler = compiler
+        self.sql = sql
+        self.params = tuple(params)
+        info = compiler.klass_info
+        fields = info["select_fields"]
+        self.start, self.end = fields[0], fields[-1] + 1
+        self.init_list = [f[0].target.attname for f in compiler.select[self.start : self.end]]
+
+    @classmethod
+    def of(cls, queryset: models.QuerySet[Any], alias: str) -> CompiledSelect | None:
+        """The query compiled for ``alias``'s backend; None when it needs no database
+        (an empty ``pk__in``, ``none()``) or selects no model, and on a Django whose
+        ``ModelIterable`` loop is not the one repeated here (6.1's fetch modes)."""
+        if not _PLAIN_POPULATORS:
+            return None
+        compiler = queryset.query.get_compiler(using=alias)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return None
+        if not compiler.klass_info:
+            return None
+        return cls(queryset, compiler, sql, params)
+
+    def position(self, attname: str) -> int | None:
+        """Where the model's field ``attname`` sits in a row (None: not selected)."""
+        for index, name in enumerate(self.init_list, self.start):
+            if name == attname:
+                return index
+        return None
+
+    def fetch(self, alias: str) -> list[tuple[Any, ...]]:
+        """The rows of ``alias``'s database, converted as Django converts them, on this
+        thread's connection to it."""
+        with connections[alias].cursor() as cursor:
+            cursor.execute(self.sql, self.params)
+            return self.converted(cursor.fetchall())
+
+    def converted(self, rows: list[Any]) -> list[tuple[Any, ...]]:
+        """Rows as the driver returned them, converted as Django converts them."""
+        compiler = self.compiler
+        if compiler.has_extra_select:
+            rows = [row[: compiler.col_count] for row in rows]
+        return list(compiler.results_iter(results=[rows], tuple_expected=True))
+
+    def models(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> list[models.Model]:
+        """Model instances of ``(database, row)`` pairs: ``ModelIterable``'s loop, with
+        the database of each row rather than one for all."""
+        compiler, queryset = self.compiler, self.queryset
+        info, select = compiler.klass_info, compiler.select
+        model_cls = info["model"]
+        annotations = compiler.annotation_col_map
+        populators: dict[str, list[Any]] = {}
+        known = [
+            (
+                field,
+                objects,
+                operator.attrgetter(
+                    *[
+                        field.attname
+                        if source == "self"
+                        else queryset.model._meta.get_field(source).attname
+                        for source in field.from_fields
+                    ]
+                ),
+            )
+            for field, objects in queryset._known_related_objects.items()  # type: ignore[attr-defined]
+        ]
+        built = []
+        for db, row in rows:
+            obj = model_cls.from_db(db, self.init_list, row[self.start : self.end])
+            if db not in populators:
+                populators[db] = get_related_populators(info, select, db)  # type: ignore[call-arg,unused-ignore]
+            for populator in populators[db]:
+                populator.populate(row, obj)
+            for name, column in (annotations or {}).items():
+                setattr(obj, name, row[column])
+            for field, objects, key_of in known:
+                if not field.is_cached(obj):
+                    found = objects.get(key_of(obj))
+                    if found is not None:
+                        setattr(obj, field.name, found)
+            built.append(obj)
+        return built
 
 
 @contextmanager

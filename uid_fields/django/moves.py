@@ -45,6 +45,19 @@ class ModelRows:
         self.route_index = self.attnames.index(route.attname)
         self._table = meta.db_table
         self._column = str(route.column)
+        self.table_name, self.route_column = self._table, self._column
+
+    def vendor(self, database: str) -> str:
+        return str(connections[database].vendor)
+
+    def run(self, database: str, statements: Sequence[str]) -> list[Row]:
+        """The fence's SQL, in one transaction, without parameters (``%`` stays as is)."""
+        rows: list[Row] = []
+        with transaction.atomic(using=database), connections[database].cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)
+                rows = [tuple(r) for r in cursor.fetchall()] if cursor.description else []
+        return rows
 
     def column_sql(self, database: str) -> str:
         quote = connections[database].ops.quote_name
@@ -176,6 +189,7 @@ def shard_move(
     tables = map_models(shards)
     if not tables:
         raise ValueError(f"no model is sharded by the map {shards!r}")
+    options.setdefault("map_name", shards)
     return ShardMove(
         tables, source=source, target=target, low=low, high=high, state=state, **options
     )

@@ -21,10 +21,10 @@ from django.db.models import Count, Max, Min, Sum
 from ..errors import ShardRoutingError
 from ..ops import merge
 from .choices import building_choices
-from .compat import ModelIterable
+from .compat import ModelIterable, iterable_class
 from .concurrent_writes import concurrent_inserts, run_on_caller_connections
 from .deletion import delete_on_shards, two_phase_deletes
-from .fanout import gather, merged_rows, order_terms
+from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
 from .fields import UidField
 from .followers import clean_parent_lookups, parent_databases
 from .id_lookups import (
@@ -60,10 +60,6 @@ from .unique import unique_lookup_databases, validating_unique
 __all__ = ["ShardedManager", "ShardedQuerySet", "sharded_atomic"]
 
 
-def _take(rows: Iterator[Any], count: int) -> list[Any]:
-    return list(islice(rows, count))
-
-
 class PrimaryModelIterable(ModelIterable):
     """Model instances that name their primary in ``_state.db`` even when a replica was
     read: ``save()`` and related managers follow ``_state.db``, and must reach the
@@ -91,6 +87,21 @@ class PrimaryModelIterable(ModelIterable):
                 load_hops(batch, hops)
                 yield from batch
                 batch = []
+        load_hops(batch, hops)
+        yield from batch
+
+
+#: Rows per shard cursor fetch of a fan-out's iterator() (Django's own default).
+_CHUNK = 2000
+
+
+def _next_rows(stream: Iterator[Any], count: int) -> list[Any]:
+    return list(islice(stream, count))
+
+
+def _with_hops(rows: Iterator[Any], hops: Any, chunk_size: int) -> Iterator[Any]:
+    """Relations on other databases loaded for each chunk of merged rows."""
+    while batch := list(islice(rows, chunk_size)):
         load_hops(batch, hops)
         yield from batch
 
@@ -382,13 +393,47 @@ class ShardedQuerySet(models.QuerySet[_M]):
         warn_deep_offset(self.model, self.query.low_mark, len(aliases))  # DEBUG only
         # Relations on other databases are loaded once, for the merged page of rows.
         joined, hops = split_select_related(self, lambda: aliases)
-        shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
-        rows = merged_rows(self, shards)
+
+        def shard_queries() -> list[ShardedQuerySet]:
+            return [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
+
         low, high = self.query.low_mark, self.query.high_mark
-        page = rows[low:high]
+        page = None
+        if self._builds_models() and aliases:
+            first = joined._for_alias(aliases[0], order_by_pk=not explicit)
+            page = model_page(self, first, aliases, shard_queries, low, high)
+        if page is None:
+            page = merged_rows(self, shard_queries())[low:high]
+        else:
+            primaries = replica_primaries()
+            for obj in page if primaries else ():
+                _to_primary(obj, primaries)
         if hops:
             load_hops(page, hops)
         return page
+
+    def _fanout_stream(self, chunk_size: int) -> Iterator[Any]:
+        """The fan-out's rows as a stream (``fanout.streamed_rows``): what was refused
+        by ``_fanout_results`` is refused here, before any query; an ordering that
+        cannot stream (text under a linguistic collation) is merged whole instead."""
+        self._refuse_uncombinable("a query")
+        order_terms(self)
+        explicit = bool(self.query.order_by) or bool(
+            self.model._meta.ordering and self.query.default_ordering
+        )
+        aliases = self._shard_aliases or ()
+        joined, hops = split_select_related(self, lambda: aliases)
+        shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
+        rows = streamed_rows(self, shards, chunk_size)
+        if rows is None:
+            return iter(self._fanout_results())
+        rows = islice(rows, self.query.low_mark, self.query.high_mark)
+        return _with_hops(rows, hops, chunk_size) if hops else rows
+
+    def _builds_models(self) -> bool:
+        """Whether this query yields the model's instances the plain way (not values(),
+        not another iterable class a caller installed)."""
+        return iterable_class(self) is PrimaryModelIterable
 
     def _per_shard(self, work: Callable[[ShardedQuerySet], Any]) -> list[Any]:
         """``work`` on this query on each of its shards: at the same time when that is
@@ -419,28 +464,38 @@ class ShardedQuerySet(models.QuerySet[_M]):
         super()._fetch_all()
 
     def iterator(self, chunk_size: int | None = None) -> Iterator[Any]:
+        """Over several shards, a stream: each shard's cursor read ``chunk_size`` rows
+        at a time (2000 by default, as Django's), merged in the query's order."""
         if self._is_fanout():
-            return iter(self._fanout_results())
+            if chunk_size is not None and chunk_size <= 0:
+                raise ValueError("Chunk size must be strictly positive.")
+            return self._fanout_stream(chunk_size or _CHUNK)
         implied = self._implied_fanout()
         if implied is not None:
             return implied.iterator(chunk_size=chunk_size)
         return super().iterator(chunk_size=chunk_size)
 
     async def aiterator(self, chunk_size: int = 2000) -> AsyncIterator[Any]:
-        """Django's ``aiterator()`` reads ``self.db`` itself, past ``iterator()``: over
-        several shards it is this query's ``iterator()`` (the merged fan-out), read
-        ``chunk_size`` rows at a time through ``sync_to_async`` as Django's other async
-        methods read."""
+        """``iterator()``'s stream over several shards, read a chunk at a time in the
+        thread Django runs this request's database work in."""
         if not self._is_fanout() and self._implied_fanout() is None:
             async for row in super().aiterator(chunk_size=chunk_size):
                 yield row
             return
         if chunk_size <= 0:
             raise ValueError("Chunk size must be strictly positive.")
-        rows = await sync_to_async(self.iterator)(chunk_size)
-        while chunk := await sync_to_async(_take)(rows, chunk_size):
-            for row in chunk:
-                yield row
+        stream = await sync_to_async(self.iterator)(chunk_size)
+        try:
+            while True:
+                rows = await sync_to_async(_next_rows)(stream, chunk_size)
+                for row in rows:
+                    yield row
+                if len(rows) < chunk_size:
+                    return
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                await sync_to_async(close)()
 
     def count(self) -> int:
         if not self._is_fanout():

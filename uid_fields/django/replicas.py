@@ -32,7 +32,7 @@ from ..config import replicas_of
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from .conf import conf, settings_generation
 
-__all__ = ["read_alias", "read_from_primary", "read_pins", "replica_primaries"]
+__all__ = ["WRITE_WATCHER", "read_alias", "read_from_primary", "read_pins", "replica_primaries"]
 
 _pins: ContextVar[tuple[int, Pins] | None] = ContextVar("uid_fields_read_pins", default=None)
 _primary_only: ContextVar[bool] = ContextVar("uid_fields_primary_only", default=False)
@@ -114,6 +114,11 @@ def _pin_on_write(
         if verb not in _READS:
             read_pins().pin(alias)
     return execute(sql, params, many, context)
+
+
+#: The execute wrapper installed on every connection: it acts on writes only, so a read
+#: sent below Django's cursor (``fanout._at_once``) misses nothing of it.
+WRITE_WATCHER = _pin_on_write
 
 
 @receiver(connection_created)

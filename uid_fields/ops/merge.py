@@ -28,9 +28,11 @@ from ..errors import UnmergeableQueryError
 __all__ = [
     "AGGREGATES",
     "NULLS_SORT_HIGH",
+    "PROBE",
     "NullsOrder",
     "SortKey",
     "TextRanker",
+    "backend_of",
     "code_point_ranks",
     "combine_aggregate",
     "merge_rows",
@@ -93,7 +95,8 @@ def null_position(key: SortKey, vendor: str) -> NullsOrder:
     return "last" if high != key.descending else "first"
 
 
-def _vendor(vendors: str | Sequence[str]) -> str:
+def backend_of(vendors: str | Sequence[str]) -> str:
+    """The one backend of a fan-out's shards; ``UnmergeableQueryError`` for a mix."""
     if isinstance(vendors, str):
         return vendors
     kinds = set(vendors)
@@ -119,7 +122,7 @@ def merge_rows(
     rows = [row for part in parts for row in part]
     if not keys or len(rows) < 2:
         return rows
-    vendor = _vendor(vendors)
+    vendor = backend_of(vendors)
     for key in reversed(keys):
         values = [key.get(row) for row in rows]
         texts = [v for v in values if isinstance(v, str)]

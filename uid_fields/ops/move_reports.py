@@ -88,8 +88,11 @@ class VerifyReport:
     differing: list[int] = field(default_factory=list)
     #: Source rows the target lacks.
     missing: int = 0
-    #: Checked after the switch: only that the target holds every source row.
+    #: Checked after the switch: only that every source row reached the target.
     deployed: bool = False
+    #: Source rows the target lacks because the application deleted them there after
+    #: the switch (the source is as the switch left it): fine, and not copied back.
+    deleted_since: int = 0
 
     @property
     def ok(self) -> bool:
@@ -98,9 +101,14 @@ class VerifyReport:
     def __str__(self) -> str:
         if self.ok:
             state = "every row on the target" if self.deployed else "counts and checksums match"
+            if self.deleted_since:
+                state += f" or deleted there since the switch ({self.deleted_since})"
         elif self.deployed:
-            state = f"{self.missing} rows MISSING on the target, logical shards "
-            state += str(self.differing[:10])
+            state = (
+                f"{self.missing} rows of the source NOT on the target (never copied, or "
+                "deleted there since: the source changed after the switch, or there was "
+                f"no switch, so nothing tells), logical shards {self.differing[:10]}"
+            )
         else:
             state = f"DIFFER in logical shards {self.differing[:10]}"
         return (
@@ -116,21 +124,39 @@ class CleanupReport:
 
     table: str
     deleted: int = 0
+    #: Rows kept on the source: not on the target, and nothing tells that the
+    #: application deleted them there (``referenced`` of them: a kept row refers to
+    #: them, the database refused their delete).
     kept: int = 0
+    referenced: int = 0
     samples: list[Any] = field(default_factory=list)
     dry_run: bool = False
+    #: Of ``deleted``: rows the application deleted on the target after the switch.
+    deleted_since: int = 0
+
+    def keep(self, key: Any, *, referenced: bool = False) -> None:
+        self.kept += 1
+        self.referenced += referenced
+        if len(self.samples) < 5:
+            self.samples.append(key)
 
     def __str__(self) -> str:
         kept = ""
         if self.kept:
             shown = ", ".join(str(s) for s in self.samples)
-            kept = f"; {self.kept} kept: not on the target (e.g. {shown}); copy again first"
+            why = "not on the target"
+            if self.referenced:
+                why += f", or referred to by kept rows ({self.referenced})"
+            kept = f"; {self.kept} kept: {why} (e.g. {shown})"
+        since = ""
+        if self.deleted_since:
+            since = f" ({self.deleted_since} of them deleted on the target since the switch)"
         if self.dry_run:
             return (
                 f"cleanup  {self.table}: {self.deleted} rows would be deleted from the source"
-                f"{kept.replace(' kept', ' would be kept')} (dry run: nothing deleted)"
+                f"{since}{kept.replace(' kept', ' would be kept')} (dry run: nothing deleted)"
             )
-        return f"cleanup  {self.table}: {self.deleted} rows deleted from the source{kept}"
+        return f"cleanup  {self.table}: {self.deleted} rows deleted from the source{since}{kept}"
 
 
 class Ticker:

@@ -14,12 +14,17 @@ table as a ``RowStore`` (read a batch of rows ordered by primary key, write a ba
    first id made since the copy began (less a margin for clock skew between writers):
    ids are time-ordered, so rows written meanwhile are found by their id's time, not by
    walking the table again. Ids that carry no time (locality UUIDs) are walked whole.
-3. **Verify** (``verify()``). Per logical shard, the row count and a checksum of the rows
+3. **Switch** (``switch()``). The write fence (``uid_fields.ops.fences``) closes the
+   range on the source, then a last catch-up and a verify run while nothing can change:
+   the target is then an exact copy, and the new map can be deployed. Writes of the
+   range fail with ``ShardMoveFencedError`` (retryable) until they reach the target.
+4. **Verify** (``verify()``). Per logical shard, the row count and a checksum of the rows
    are compared on both sides; logical shards that differ are copied again, then checked
    again.
-4. **Clean up** (``cleanup()``), once the new map gives the range to the target: the
+5. **Clean up** (``cleanup()``), once the new map gives the range to the target: the
    source's rows of the range are deleted in batches, children first, and only rows the
-   target holds: a row that never reached the target is kept and reported.
+   target holds: a row that never reached the target is kept and reported. The fence
+   opens for deletes first, and is removed once nothing is kept.
 
 Rows of the range are selected in SQL where the route is arithmetic on the id
 (``uid_fields.predicates``), else checked in Python a batch at a time.
@@ -31,10 +36,8 @@ Progress and reports live in ``move_reports``; each pass is logged on ``uid_fiel
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -44,17 +47,22 @@ from typing import Any, Protocol
 from ..ids.layouts import IntLayout
 from ..placement import Placement
 from ..placement.predicates import logical_range_sql
+from .fences import FenceRunner, MoveFence
 from .move_reports import CleanupReport, MoveReport, Progress, Ticker, VerifyReport
+from .move_state import MoveState, MoveStateMismatch, database_identity
 
 __all__ = [
     "CleanupReport",
+    "MoveFence",
     "MoveReport",
     "MoveState",
+    "MoveStateMismatch",
     "MovedTable",
     "Progress",
     "RowStore",
     "ShardMove",
     "VerifyReport",
+    "database_identity",
 ]
 
 log = logging.getLogger("uid_fields.moves")
@@ -67,11 +75,12 @@ _Sums = dict[int, list[int]]
 DEFAULT_MARGIN_MS = 60_000
 
 
-class RowStore(Protocol):
+class RowStore(FenceRunner, Protocol):
     """One table as an adapter exposes it.
 
     Rows are tuples of column values with the primary key first; ``route_index`` is the
-    position of the value that places the row (its id, or its parent's id).
+    position of the value that places the row (its id, or its parent's id). The fence
+    runs its SQL through it too (``FenceRunner``).
     """
 
     label: str
@@ -113,55 +122,6 @@ class MovedTable:
     key_layout: IntLayout | None = None
 
 
-class MoveState:
-    """The resumable part of a move, kept in a JSON file between runs."""
-
-    def __init__(self, path: str | Path | None, move: str) -> None:
-        self.path = None if path is None else Path(path)
-        self.move = move
-        self.started_ms: int | None = None
-        self.caught_up_ms: int | None = None
-        self.cursors: dict[str, Any] = {}
-        self.done: set[str] = set()
-        if self.path is not None and self.path.exists():
-            data = json.loads(self.path.read_text())
-            if data.get("move") != move:
-                raise ValueError(
-                    f"{self.path} holds the state of another move ({data.get('move')!r}, "
-                    f"not {move!r}): give another --state file"
-                )
-            self.started_ms = data.get("started_ms")
-            self.caught_up_ms = data.get("caught_up_ms")
-            self.cursors = {k: _decode_key(v) for k, v in data.get("cursors", {}).items()}
-            self.done = set(data.get("done", []))
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        data = {
-            "move": self.move,
-            "started_ms": self.started_ms,
-            "caught_up_ms": self.caught_up_ms,
-            "cursors": {k: _encode_key(v) for k, v in self.cursors.items()},
-            "done": sorted(self.done),
-        }
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps(data, indent=1))
-        partial.replace(self.path)  # atomic: a kill never leaves half a state
-
-
-def _encode_key(value: Any) -> Any:
-    if isinstance(value, uuid.UUID):
-        return {"uuid": str(value)}
-    if value is None or isinstance(value, (int, str)):
-        return value
-    raise TypeError(f"cannot keep a position at a key of type {type(value).__name__}")
-
-
-def _decode_key(value: Any) -> Any:
-    return uuid.UUID(value["uuid"]) if isinstance(value, dict) else value
-
-
 def _digest(row: Row) -> int:
     return int.from_bytes(hashlib.blake2b(repr(row).encode(), digest_size=8).digest(), "big")
 
@@ -188,6 +148,7 @@ class ShardMove:
         margin_ms: int = DEFAULT_MARGIN_MS,
         on_progress: Callable[[Progress], None] | None = None,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        map_name: str | None = None,
     ) -> None:
         if source == target:
             raise ValueError(f"the source and the target are both {source!r}")
@@ -216,7 +177,26 @@ class ShardMove:
         #: Whether the maps already give the range to the target (the new map is live).
         self.deployed = set(owners.values()) == {self.target}
         span = "all" if low is None else f"{low}:{high}"
-        self.state = MoveState(state, f"{source}->{target} {span}")
+        self.map_name = map_name
+        #: What the move is called: in its state file, its fence and the fence's errors.
+        self.name = f"{source}->{target} {span}"
+        if map_name:
+            self.name = f"{map_name} {self.name}"
+        self._source_sums: dict[str, _Sums] = {}
+        self._held: bool | None = None
+        belongs = None if state is None else self._belongs()
+        self.state = MoveState(state, f"{source}->{target} {span}", belongs)
+
+    def _belongs(self) -> dict[str, Any]:
+        """What the state file records of this move (compared on every later run)."""
+        # the table named first: the same one on every run, whatever the tables' order
+        store = min((t.store for t in self.tables), key=lambda s: s.table_name, default=None)
+        return {
+            "map": self.map_name,
+            "source": None if store is None else database_identity(store, self.source),
+            "target": None if store is None else database_identity(store, self.target),
+            "tables": {label: list(span) for label, span in self._ranges.items()},
+        }
 
     def __repr__(self) -> str:
         return f"<ShardMove {self.source} -> {self.target} logical shards {self._span()}>"
@@ -319,15 +299,52 @@ class ShardMove:
             cursor = upper
 
     def _alone(
-        self, store: RowStore, write: Callable[[str, Sequence[Any]], None], item: Any
+        self,
+        store: RowStore,
+        write: Callable[[str, Sequence[Any]], None],
+        item: Any,
+        database: str | None = None,
     ) -> bool:
-        """One write in a transaction of its own; False when the target refused it."""
+        """One write in a transaction of its own; False when the database (the target
+        unless said) refused it."""
+        database = database or self.target
         try:
-            with store.writing(self.target):
-                write(self.target, [item])
+            with store.writing(database):
+                write(database, [item])
         except store.integrity_error:
             return False
         return True
+
+    def _rows_of(self, table: MovedTable, database: str) -> Iterator[list[Row]]:
+        """The range's rows of one side, a batch at a time, in key order."""
+        low, high = self._ranges[table.store.label]
+        after = None
+        while True:
+            rows = table.store.read(
+                database,
+                after=after,
+                upto=None,
+                limit=self.batch,
+                where=self._where(table, database),
+            )
+            yield [row for row in rows if low <= self._logical(table, row) < high]
+            if len(rows) < self.batch:
+                return
+            after = rows[-1][0]
+
+    def _fingerprint(self, table: MovedTable) -> list[int]:
+        """``[rows, checksum]`` of the source's range of ``table``."""
+        count = total = 0
+        for rows in self._rows_of(table, self.source):
+            count += len(rows)
+            total = (total + sum(_digest(row) for row in rows)) % (1 << 64)
+        return [count, total]
+
+    @property
+    def after_switch(self) -> bool:
+        """Whether the target may take writes now (switched, or the map deployed):
+        from then on nothing is copied, repaired or mirrored onto it."""
+        return self.deployed or self.state.switched
 
     def _ticker(self, table: MovedTable, phase: str, total: int | None = None) -> Ticker:
         return Ticker(self.on_progress, table.store.label, phase, total)
@@ -384,7 +401,16 @@ class ShardMove:
 
     def copy(self) -> list[MoveReport]:
         """Copy the range (resuming a stopped copy), then catch up with rows written
-        since the copy began. Safe to run again at any time: it only catches up."""
+        since the copy began. Safe to run again at any time: it only catches up.
+
+        Nothing at all once switched or deployed: the target may take the range's writes
+        then, and a source row it lacks may be one the application deleted there (copying
+        it would bring it back); ``verify()`` tells those apart from rows never copied.
+        """
+        self.state.refuse_if_finished()
+        if self.after_switch:
+            log.info("%r: switched or deployed: nothing is copied any more", self)
+            return []
         reports = []
         log.info(
             "%r: copy and catch-up (%s)",
@@ -442,9 +468,12 @@ class ShardMove:
         Before the new map is deployed the target must equal the source: each logical
         shard's row count and checksum are compared, and with ``repair`` the differing
         ones are copied again and checked again, up to ``rounds`` times (while writes go
-        on, a shard can change between two looks). Once deployed, the target takes the
-        writes and may rightly differ: then every source row must be on the target.
+        on, a shard can change between two looks); the source's sums are kept for the
+        switch's fingerprint. Once switched or deployed, nothing is repaired: see
+        ``_check_after_switch()``.
         """
+        if self.after_switch:
+            return [self._check_after_switch(table) for table in self.tables]
         reports = []
         deployed = self.deployed
         for table in self.tables:
@@ -455,6 +484,7 @@ class ShardMove:
                 else:
                     shards = source.keys() | target.keys()
                     differing = sorted(n for n in shards if source.get(n) != target.get(n))
+                self._source_sums[table.store.label] = source
                 report = VerifyReport(
                     table.store.label,
                     source_rows=sum(v[0] for v in source.values()),
@@ -471,34 +501,217 @@ class ShardMove:
             reports.append(report)
         return reports
 
+    def _trusted(self, table: MovedTable, fingerprint: list[int] | None) -> bool:
+        """Whether every source row of ``table`` was on the target at the switch: the
+        switch recorded the source's fingerprint and the source still matches it (the
+        fence held), or a cleanup that began so still runs behind the insert and update
+        fence."""
+        label = table.store.label
+        if not self.state.switched or label not in self.state.fingerprints:
+            return False
+        if self.state.cleaning is not None:
+            return label in self.state.cleaning and self._fence_held()
+        return fingerprint == self.state.fingerprints[label]
+
+    def _fence_held(self) -> bool:
+        """Whether the fence still refuses inserts and updates on the source."""
+        if self._held is None:
+            sql = self.fence.sql
+            wanted = {sql.trigger(t, e) for t in sql.tables for e in ("INSERT", "UPDATE")}
+            self._held = wanted <= set(self.fence.installed())
+        return self._held
+
+    def _check_after_switch(self, table: MovedTable) -> VerifyReport:
+        """After the switch the target is the owner: its rows may rightly differ from
+        the source (updated, inserted, deleted by the application). What must hold is
+        that every source row reached it: a source row it lacks is one the application
+        deleted there since, when the source still matches the switch's fingerprint;
+        otherwise nothing tells it from a row never copied, and it is reported."""
+        count = total = target_rows = 0
+        missing: dict[int, int] = {}
+        shards: set[int] = set()
+        ticker = self._ticker(table, "verify")
+        for source, target, _key, walked in self._pairs(table, None):
+            shards.update(self._logical(table, row) for row in (*source, *target))
+            count += len(source)
+            total = (total + sum(_digest(row) for row in source)) % (1 << 64)
+            target_rows += len(target)
+            there = {row[0] for row in target}
+            for row in source:
+                if row[0] not in there:
+                    logical = self._logical(table, row)
+                    missing[logical] = missing.get(logical, 0) + 1
+            ticker.tick(walked)
+        ticker.end()
+        trusted = self._trusted(table, [count, total])
+        report = VerifyReport(
+            table.store.label,
+            source_rows=count,
+            target_rows=target_rows,
+            logical_shards=len(shards),
+            differing=[] if trusted else sorted(missing),
+            missing=0 if trusted else sum(missing.values()),
+            deployed=True,
+            deleted_since=sum(missing.values()) if trusted else 0,
+        )
+        log.log(logging.INFO if report.ok else logging.WARNING, "%s", report)
+        return report
+
+    # -- the switch ----------------------------------------------------------------------
+    @property
+    def fence(self) -> MoveFence:
+        """The write fence of this move on the source (see ``uid_fields.ops.fences``)."""
+        return MoveFence(
+            self.name,
+            self.source,
+            [(t.store, t.placement, self._ranges[t.store.label]) for t in self.tables],
+        )
+
+    def switch(self, *, rounds: int = 5) -> tuple[list[MoveReport], list[VerifyReport]]:
+        """Close the range on the source (the fence), catch up and verify while nothing
+        can change there, and return what the passes did: when every verify report is
+        ``ok``, the target is an exact copy and the new map can be deployed. The fence
+        stays until ``cleanup()`` (or ``unfence()`` calls the switch off).
+
+        The switch records the source's fingerprint per table (rows and checksum, from
+        the last verify): the rows present at the switch. The fence keeps the source so,
+        and later runs compare: a source row the target lacks was then deleted there.
+        Refused once the new map is deployed. Run again when done (a kill after the
+        switch, say), it copies nothing (a copy would overwrite the target's new writes):
+        it checks the source against its fingerprint, behind the fence, and returns no
+        copy reports; a stopped switch is simply run again."""
+        if self.deployed:
+            raise ValueError(
+                f"the map already gives logical shards {self._span()} to {self.target!r}: "
+                "the switch comes before the new map is deployed"
+            )
+        self.state.refuse_if_finished()
+        if self.state.switched:
+            return [], self._switched_again()
+        log.info("%r: closing the range on %s for the switch", self, self.source)
+        self.fence.install()
+        copied = self.copy()
+        checked = self.verify(rounds=rounds)
+        if all(check.ok for check in checked):
+            self.state.fingerprints = {
+                label: [
+                    sum(v[0] for v in sums.values()),
+                    sum(v[1] for v in sums.values()) % (1 << 64),
+                ]
+                for label, sums in self._source_sums.items()
+            }
+            self.state.switched = True
+            self.state.save()
+        return copied, checked
+
+    def _switched_again(self) -> list[VerifyReport]:
+        """A switch run again once done (after a kill, say): it copies nothing (the
+        target may take writes already) and only checks that the source is still as
+        the switch recorded it, behind the fence, and on the target."""
+        self.fence.install()  # idempotent; it must hold until the cleanup
+        changed = [
+            t.store.label
+            for t in self.tables
+            if self.state.fingerprints.get(t.store.label) != self._fingerprint(t)
+        ]
+        if changed:
+            raise ValueError(
+                f"the source's rows of {', '.join(changed)} changed since the switch (was "
+                "the fence removed?): unfence, then switch again before deploying"
+            )
+        return self.verify()
+
+    def unfence(self) -> None:
+        """Call a switch off before the new map is deployed: remove the fence, and
+        forget the switch (the source takes the range's writes again; switch again
+        later). Refused once deployed: the fence then goes with ``cleanup()``."""
+        if self.deployed:
+            raise ValueError(
+                f"the map gives logical shards {self._span()} to {self.target!r}: writes "
+                f"that reached {self.source!r} now would be lost; the fence goes with the "
+                "cleanup"
+            )
+        self.fence.remove()
+        self.state.switched, self.state.fingerprints = False, {}
+        self.state.save()
+
     # -- cleanup -------------------------------------------------------------------------
     def cleanup(self, *, dry_run: bool = False) -> list[CleanupReport]:
-        """Delete the source's rows of the range that the target holds, children first.
-        Refused until the maps give the range to the target. With ``dry_run`` nothing
-        is deleted: the reports count what would be deleted and what would be kept."""
+        """Delete the source's copies of the range, children first, and remove the fence.
+
+        Deleted: the source rows the target holds, and, when the switch's fingerprint
+        shows the source unchanged since (``_trusted``), the rows the application deleted
+        on the target after the switch. Kept, and reported: rows not on the target that
+        nothing tells from rows never copied, and rows a kept row still refers to (a
+        parent whose child is kept: the database refuses its delete, which is then
+        tried row by row instead of failing the batch). The fence opens for deletes
+        first; it goes, and an existing state file is marked finished, once nothing is
+        kept. Refused until the maps give the range to the target. With ``dry_run``
+        nothing is deleted: the reports count what would be deleted and kept.
+        """
         if not self.deployed:
             raise ValueError(
                 f"the map still gives logical shards {self._span()} to "
-                f"{self.source!r}: deploy the new map (and copy again) before cleaning up"
+                f"{self.source!r}: switch, deploy the new map, then clean up"
             )
+        trusted = self._cleanup_trust(dry_run)
+        fence = self.fence
+        if not dry_run:
+            fence.remove(["DELETE"])  # deleting the copies; inserts and updates stay closed
         reports = []
         for table in reversed(self.tables):
-            report = CleanupReport(table.store.label, dry_run=dry_run)
+            label = table.store.label
+            report = CleanupReport(label, dry_run=dry_run)
             ticker = self._ticker(table, "cleanup")
             for source, target, _key, walked in self._pairs(table, None):
                 there = {row[0] for row in target}
+                absent = [row[0] for row in source if row[0] not in there]
                 doomed = [row[0] for row in source if row[0] in there]
-                for row in source:
-                    if row[0] not in there:
-                        report.kept += 1
-                        if len(report.samples) < 5:
-                            report.samples.append(row[0])
+                if label in trusted:  # deleted on the target since the switch
+                    report.deleted_since += len(absent)
+                    doomed += absent
+                else:
+                    for key in absent:
+                        report.keep(key)
                 if doomed and not dry_run:
-                    with table.store.writing(self.source):
-                        table.store.delete(self.source, doomed)
+                    refused = self._delete_source(table.store, doomed)
+                    for key in refused:
+                        report.keep(key, referenced=True)
+                    doomed = [key for key in doomed if key not in set(refused)]
                 report.deleted += len(doomed)
                 ticker.tick(walked)
             ticker.end()
             log.log(logging.WARNING if report.kept else logging.INFO, "%s", report)
             reports.append(report)
+        if not dry_run and not any(r.kept for r in reports):
+            fence.remove()  # the move is over: the source holds nothing of the range
+            if self.state.path is not None and self.state.path.exists():
+                self.state.finished_ms = self.clock_ms()
+                self.state.save()  # a later run with this file is refused, not resumed
         return reports
+
+    def _cleanup_trust(self, dry_run: bool) -> set[str]:
+        """The tables whose source rows were all on the target at the switch (so a
+        row the target lacks was deleted there since); fixed when a cleanup first
+        begins, so a resumed one (after deleting some) keeps the same answer."""
+        if self.state.cleaning is not None:
+            return {t.store.label for t in self.tables if self._trusted(t, None)}
+        found = {
+            t.store.label
+            for t in self.tables
+            if self.state.switched and self._trusted(t, self._fingerprint(t))
+        }
+        if not dry_run and self.state.switched:
+            self.state.cleaning = sorted(found)
+            self.state.save()
+        return found
+
+    def _delete_source(self, store: RowStore, keys: list[Any]) -> list[Any]:
+        """Delete ``keys`` on the source; the keys whose delete the database refused
+        (a row a kept row refers to), each tried alone."""
+        try:
+            with store.writing(self.source):
+                store.delete(self.source, keys)
+        except store.integrity_error:
+            return [k for k in keys if not self._alone(store, store.delete, k, self.source)]
+        return []

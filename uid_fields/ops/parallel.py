@@ -374,6 +374,7 @@ def run_per_shard(
     names: Sequence[str] | None = None,
     timeout: float | None = None,
     concurrency: int | None = None,
+    pooled: bool = False,
 ) -> list[T]:
     """The results of ``calls``, in order.
 
@@ -383,14 +384,16 @@ def run_per_shard(
     (``workers()`` when None) run at once, the process over, and the rest wait their
     turn. ``timeout`` bounds the whole wait, the turn included:
     ``FanOutTimeoutError`` names the shards whose calls had not finished. A call that
-    fails is logged on ``uid_fields.fanout`` with its name.
+    fails is logged on ``uid_fields.fanout`` with its name. ``pooled`` runs even a
+    single call on its pool's thread (one that serves every shard at once keeps its
+    connections there, under the same deadline).
     """
     shown = list(names) if names is not None else [f"#{i}" for i in range(len(calls))]
     if len(shown) != len(calls):
         raise ValueError(f"{len(calls)} calls need {len(calls)} names, got {len(shown)}")
     limit = _workers if concurrency is None else check_concurrency("concurrency", concurrency)
     calls = [_logged(call, name) for call, name in zip(calls, shown, strict=True)]
-    if not parallel or len(calls) < 2 or limit == 0 or in_worker():
+    if not parallel or (len(calls) < 2 and not pooled) or limit == 0 or in_worker():
         return [call() for call in calls]
     keys = list(names) if names is not None else [""] * len(calls)  # "": one shared pool
     # Each call runs in a copy of the caller's context: what the request set (its

@@ -24,6 +24,7 @@ from .audit import audit
 from .bulk import bulk_insert
 from .comparators import IdTime
 from .ddl import DatabaseIds, DecimalIds
+from .fences import translate_fence_errors
 from .fields import (
     LocalityUUIDField,
     ShardedBigIntField,
@@ -35,9 +36,12 @@ from .guard import check_writes
 from .leases import database_lease, lease_factory, lease_table
 from .moves import shard_move
 from .pages import DeepOffsetWarning, KeysetPage, keyset_page, rows_after, rows_before
+from .replication import logical_shard_move
 from .session import ShardedIdSession, place_on_shard, sharded_session, sharded_sessionmaker
 from .twophase import resolve_prepared
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
+
+translate_fence_errors()  # a shard move's fence refuses writes: ShardMoveFencedError
 
 __all__ = [
     "DatabaseIds",
@@ -67,6 +71,7 @@ __all__ = [
     "keyset_page",
     "lease_factory",
     "lease_table",
+    "logical_shard_move",
     "place_on_shard",
     "resolve_prepared",
     "rows_after",

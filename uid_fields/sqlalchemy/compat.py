@@ -13,23 +13,37 @@ hooks that run for every object built).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Select
-from sqlalchemy.engine import FrozenResult, Result
-from sqlalchemy.orm.attributes import instance_state
+from sqlalchemy.engine import FrozenResult, IteratorResult, Result
+from sqlalchemy.engine.result import SimpleResultMetaData
+from sqlalchemy.orm import Mapper, Session, make_transient_to_detached, merge_frozen_result
+from sqlalchemy.orm.attributes import instance_state, set_committed_value
+from sqlalchemy.sql.schema import Column
 from sqlalchemy.util import await_only, greenlet_spawn
 
 __all__ = [
+    "STATEMENT_EVENTS",
     "SelectParts",
     "await_only",
+    "compiled_select",
     "frozen_rows",
     "greenlet_spawn",
+    "has_options",
     "instance_state",
+    "into_session",
     "is_plain_select",
+    "loaded_object",
+    "object_result",
+    "observed",
+    "plain_columns",
     "result_of",
     "select_parts",
+    "stream_rows",
+    "streamed_result",
 ]
 
 
@@ -61,6 +75,11 @@ def is_plain_select(clause: Any) -> bool:
     return isinstance(clause, Select) and clause._for_update_arg is None
 
 
+def has_options(statement: Select[Any]) -> bool:
+    """Whether a SELECT carries loader options (``selectinload(...)``, ``defer(...)``)."""
+    return bool(statement._with_options)
+
+
 def frozen_rows(frozen: FrozenResult[Any]) -> list[Any]:
     """The rows a frozen result holds (ORM results of one entity hold the objects)."""
     return list(frozen.data)
@@ -70,3 +89,123 @@ def result_of(template: FrozenResult[Any], rows: list[Any]) -> Result[Any]:
     """A result of ``rows`` behind ``template``'s metadata (its columns and entities)."""
     template.data = rows
     return template()
+
+
+def stream_rows(result: Result[Any]) -> Iterator[Any]:
+    """A result's rows read lazily, as a frozen result holds them: the objects of a
+    one-entity ORM result, else its (processed) rows."""
+    if result._source_supports_scalars:
+        return iter(result._raw_row_iterator())
+    return iter(result)
+
+
+def streamed_result(template: Result[Any], rows: Iterator[Any]) -> Result[Any]:
+    """A result reading ``rows`` lazily behind ``template``'s metadata, as a frozen
+    result is replayed (``FrozenResult.__call__``), without holding the rows."""
+    result: IteratorResult[Any] = IteratorResult(template._metadata._for_freeze(), rows)
+    result._attributes = template._attributes
+    result._source_supports_scalars = template._source_supports_scalars
+    return result
+
+
+def into_session(session: Session, statement: Any, result: Result[Any]) -> Result[Any]:
+    """The objects of ``result`` (loaded by another session) merged into ``session``
+    with no SQL, as ``merge_frozen_result(..., load=False)`` does (untyped upstream)."""
+    merged: FrozenResult[Any] = merge_frozen_result(  # type: ignore[no-untyped-call]
+        session, statement, result.freeze(), load=False
+    )
+    return merged()
+
+
+def plain_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any]]] | None:
+    """``(attribute, column)`` of every column attribute of ``mapper``, when each is one
+    plain, undeferred column of its table and the class inherits nothing: what a row of
+    ``select(Class)`` run as Core holds entirely. None otherwise."""
+    if mapper.inherits is not None or mapper.polymorphic_on is not None:
+        return None
+    pairs: list[tuple[str, Column[Any]]] = []
+    for prop in mapper.column_attrs:
+        column = prop.columns[0]
+        if not isinstance(column, Column) or column.table is not mapper.local_table:
+            return None
+        if len(prop.columns) != 1 or prop.deferred:
+            return None
+        pairs.append((prop.key, column))
+    return pairs
+
+
+def loaded_object(
+    session: Session,
+    mapper: Mapper[Any],
+    attributes: list[tuple[str, int]],
+    key_positions: list[int],
+    values: tuple[Any, ...],
+    token: str,
+) -> Any:
+    """The object of one row (``values``; ``attributes``: each attribute's position in
+    it, ``key_positions`` the primary key's) in ``session``, as if the session had
+    loaded it under identity ``token``, with no SQL: the one already in its identity
+    map, else one made detached (``make_transient_to_detached``, documented for this)
+    and attached."""
+    ident = tuple(values[position] for position in key_positions)
+    key = mapper.identity_key_from_primary_key(ident, identity_token=token)
+    existing = session.identity_map.get(key)
+    if existing is not None:
+        return existing
+    obj = mapper.class_manager.new_instance()
+    for name, position in attributes:
+        set_committed_value(obj, name, values[position])
+    state = instance_state(obj)
+    state.identity_token = token
+    make_transient_to_detached(obj)
+    session.add(obj)
+    state.manager.dispatch.load(state, None)  # the ORM's load event, as a query fires it
+    return obj
+
+
+def object_result(name: str, objects: list[Any]) -> Result[Any]:
+    """A result of one entity's objects (``.scalars()``, rows of one object named
+    ``name``), as ``session.execute(select(Class))`` returns."""
+    result: IteratorResult[Any] = IteratorResult(SimpleResultMetaData([name]), iter(objects))
+    result._source_supports_scalars = True
+    return result
+
+
+def compiled_select(
+    statement: Select[Any], dialect: Any, params: Any
+) -> tuple[str, dict[str, Any], list[str], list[Any]] | None:
+    """``statement`` compiled for ``dialect`` as the DBAPI would receive it: the SQL
+    (expanding parameters rendered), its parameters by name with the types' bind
+    processors applied, the result's column names and each column's result processor
+    (None: none). None for what this does not repeat (a positional paramstyle, tuple
+    parameters)."""
+    compiled: Any = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": True})
+    if compiled.positional:
+        return None
+    values = dict(compiled.construct_params(params))
+    for name, process in compiled._bind_processors.items():
+        if not callable(process):
+            return None
+        if name in values:
+            values[name] = process(values[name])
+    entries = compiled._result_columns
+    names = [entry.keyname for entry in entries]
+    processors = [entry.type._cached_result_processor(dialect, None) for entry in entries]
+    return str(compiled.string), values, names, processors
+
+
+#: The engine events that see each statement executed.
+STATEMENT_EVENTS = (
+    "before_execute",
+    "after_execute",
+    "before_cursor_execute",
+    "after_cursor_execute",
+)
+
+
+def observed(engine: Any, *, own: int = 0) -> bool:
+    """Whether ``engine`` has listeners of its statements (a statement logger, a counter)
+    besides ``own`` of the adapter's: a statement sent below SQLAlchemy's execution would
+    escape them. (A listener is stored wrapped, so they are counted, not compared.)"""
+    count = sum(len(list(getattr(engine.dispatch, name, ()))) for name in STATEMENT_EVENTS)
+    return count > own

@@ -13,30 +13,46 @@ so, before any statement runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, text
+from sqlalchemy import Select, String, inspect, text
 from sqlalchemy.engine import FrozenResult, Result, Row
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Mapper
+from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement, Label, UnaryExpression
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.schema import Column
 
-from .._internal import dbapi
-from ..errors import UnmergeableQueryError
+from .._internal import dbapi, pgmux
+from ..errors import FanOutTimeoutError, UnmergeableQueryError
 from ..ops import merge as merging
-from ..ops import parallel
+from ..ops import parallel, streams
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 from .async_fanout import on_event_loop, read_on_loop
+from .guard import guarded
 
 if TYPE_CHECKING:
     from .session import ShardedIdSession
-from .compat import frozen_rows, result_of, select_parts
+from .compat import (
+    compiled_select,
+    frozen_rows,
+    has_options,
+    into_session,
+    loaded_object,
+    object_result,
+    observed,
+    plain_columns,
+    result_of,
+    select_parts,
+    stream_rows,
+    streamed_result,
+)
 
 __all__ = ["FanOutPlan", "UnmergeableQueryError", "fan_out", "plan_fan_out", "text_ranker"]
 
@@ -256,45 +272,215 @@ def fan_out(
     the session."""
     plan = plan_fan_out(statement)
     shards = list(session.shard_names)
+    if plan.aggregates is None and _streams(plan.per_shard, options):
+        streamed = _stream(session, plan, params, options)
+        if streamed is not None:
+            return streamed
     if _in_parallel(session, plan.per_shard):
         # Each shard's primary or, for this read, one of its replicas: chosen here.
         engines = {s: session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards}
 
+        objects = _selects_objects(plan.per_shard)
+        if on_event_loop(engines) and not objects:
+            # Async drivers: rows of columns read by one task per shard on the event loop.
+            timeout = session.fan_out_timeout
+            results = read_on_loop(engines, plan.per_shard, params, options, timeout)
+            return _merged(session, plan, results, shards)
+        if on_event_loop(engines):
+            # Objects over async drivers come through the session, one shard after
+            # another (below): its connections live on the event loop.
+            return _through_session(session, plan, params, options, shards)
+        kept = _kept_rows(session, plan, shards, engines, params, options) if objects else None
+        if kept is not None:
+            return kept
+
         def on(shard: str) -> Callable[[], Result[Any]]:
+            # Objects carry their shard in their identity key, as the session's would.
+            shard_options = {**options, "identity_token": shard} if objects else options
+
             def run() -> Result[Any]:
                 try:
-                    return _read(engines[shard], plan.per_shard, params, options)
+                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
                 except DBAPIError as error:
                     # A pooled connection the server dropped while it sat idle (a restart):
                     # once more on a fresh one. Never after the deadline cut it, never
                     # for an error of the query itself.
                     if not error.connection_invalidated or parallel.timed_out():
                         raise
-                    return _read(engines[shard], plan.per_shard, params, options)
+                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
 
             return run
 
-        if on_event_loop(engines):  # async drivers: one task per shard on the event loop
-            timeout = session.fan_out_timeout
-            results = read_on_loop(engines, plan.per_shard, params, options, timeout)
-        else:
-            results = parallel.run_per_shard(
-                [on(shard) for shard in shards],
-                names=shards,
-                timeout=session.fan_out_timeout,
-                concurrency=session.fan_out_concurrency,
-            )
-    else:
-
-        def through_session(shard: str) -> Callable[[], Result[Any]]:
-            bind = {"shard_id": shard}
-            return lambda: session.execute(
-                plan.per_shard, params, execution_options=options, bind_arguments=bind
-            )
-
         results = parallel.run_per_shard(
-            [through_session(shard) for shard in shards], parallel=False, names=shards
+            [on(shard) for shard in shards],
+            names=shards,
+            timeout=session.fan_out_timeout,
+            concurrency=session.fan_out_concurrency,
         )
+        if objects:
+            merged = _merged(session, plan, results, shards)
+            # The rows kept, into the session's identity map (no SQL: load=False).
+            return into_session(session, plan.per_shard, merged)
+        return _merged(session, plan, results, shards)
+    return _through_session(session, plan, params, options, shards)
+
+
+def _through_session(
+    session: ShardedIdSession,
+    plan: FanOutPlan,
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+    shards: list[str],
+) -> Result[Any]:
+    """The fan-out one shard after another on the session's own connections: what its
+    transaction wrote is seen, and its objects are its identity map's."""
+
+    def through_session(shard: str) -> Callable[[], Result[Any]]:
+        bind = {"shard_id": shard}
+        return lambda: session.execute(
+            plan.per_shard, params, execution_options=options, bind_arguments=bind
+        )
+
+    results = parallel.run_per_shard(
+        [through_session(shard) for shard in shards], parallel=False, names=shards
+    )
+    return _merged(session, plan, results, shards)
+
+
+def _kept_rows(
+    session: ShardedIdSession,
+    plan: FanOutPlan,
+    shards: list[str],
+    engines: Mapping[str, Any],
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+) -> Result[Any] | None:
+    """``select(Class)`` over the shards, building objects of only the rows kept: each
+    shard's rows are read as columns (no ORM loading there), merged on the ORDER BY
+    columns, cut to the window, and only then made objects of the session
+    (``compat.loaded_object``, no SQL). None for what a row of columns does not hold
+    entirely (inheritance, ``column_property`` expressions, deferred columns, ORM
+    execution options): the caller loads objects shard by shard instead."""
+    descriptions = plan.per_shard.column_descriptions
+    if len(descriptions) != 1 or options or plan.per_shard.get_execution_options():
+        return None
+    mapper = inspect(descriptions[0]["entity"])
+    columns = plain_columns(mapper) if isinstance(mapper, Mapper) else None
+    if columns is None or any(not isinstance(c, Column) for c in plan.columns):
+        return None
+
+    def on(shard: str) -> Callable[[], tuple[list[str], list[tuple[str, tuple[Any, ...]]]]]:
+        def run() -> tuple[list[str], list[tuple[str, tuple[Any, ...]]]]:
+            try:
+                result = _read(engines[shard], plan.per_shard, params, {})
+            except DBAPIError as error:  # as in fan_out: once more after an idle drop
+                if not error.connection_invalidated or parallel.timed_out():
+                    raise
+                result = _read(engines[shard], plan.per_shard, params, {})
+            return list(result.keys()), [(shard, tuple(row)) for row in result]
+
+        return run
+
+    answers = _at_once(plan, shards, engines, params, session.fan_out_timeout)
+    if answers is None:
+        answers = parallel.run_per_shard(
+            [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
+        )
+    # Columns by position (a row looked up by Column object compares SQL expressions).
+    index = {name: i for i, name in enumerate(answers[0][0])} if answers else {}
+    if any(c.key not in index for c in [*plan.columns, *(c for _, c in columns)]):
+        return None
+    keys = [
+        merging.SortKey(_at(index[column.key]), key.descending, key.nulls, key.name)
+        for key, column in zip(plan.sort, plan.columns, strict=True)
+    ]
+    dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
+
+    def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
+        bind = {"shard_id": shards[0]}
+        return [tuple(row) for row in session.execute(text(sql), values, bind_arguments=bind)]
+
+    ranker = text_ranker(replace(plan, sort=keys), shards[0], dialects[0], run_sql)
+    rows = merging.merge_rows([rows for _, rows in answers], keys, dialects, text_ranks=ranker)
+    if plan.window is not None:
+        rows = merging.window(rows, *plan.window)
+    positions = [(name, index[column.key]) for name, column in columns]
+    key_positions = [index[column.key] for column in mapper.primary_key]
+    objects = [
+        loaded_object(session, mapper, positions, key_positions, values, shard)
+        for shard, values in rows
+    ]
+    return object_result(mapper.class_.__name__, objects)
+
+
+def _at_once(
+    plan: FanOutPlan,
+    shards: list[str],
+    engines: Mapping[str, Any],
+    params: Mapping[str, Any] | None,
+    timeout: float | None,
+) -> list[tuple[list[str], list[tuple[str, tuple[Any, ...]]]]] | None:
+    """Each shard's rows of the statement, sent to every shard before any answer is read
+    (``_internal.pgmux``), from this thread and with no thread per shard: the statement
+    compiled and bound once, each shard's connection taken from its engine's pool and
+    given back. None where that cannot be done (a driver other than psycopg 3, engines
+    with event listeners, a statement ``compat.compiled_select`` does not repeat, an
+    error on a shard, a broken connection): the caller reads each shard on its pool
+    thread, as before."""
+    dialects = {engines[s].dialect for s in shards}
+    dialect = engines[shards[0]].dialect
+    if len({(d.name, d.driver) for d in dialects}) != 1 or dialect.driver != "psycopg":
+        return None
+    if any(observed(engines[s], own=int(guarded(engines[s]))) for s in shards):
+        return None  # every statement stays visible to the engines' listeners
+    compiled = compiled_select(plan.per_shard, dialect, params)
+    if compiled is None:
+        return None
+    sql, values, names, processors = compiled
+    raws: list[Any] = []
+    answers: list[list[tuple[Any, ...]] | None]
+    try:
+        raws = [engines[shard].raw_connection() for shard in shards]
+        drivers = [raw.driver_connection for raw in raws]
+        if not all(pgmux.available(driver) for driver in drivers):
+            return None
+        query = pgmux.bind(drivers[0], sql, values)
+        answers = pgmux.fetch_at_once(drivers, query, timeout=timeout, names=shards)
+    except FanOutTimeoutError as late:
+        for shard, raw in zip(shards, raws, strict=False):
+            if shard in late.shards:
+                raw.invalidate()  # a query may still run there: never reuse it
+        raise
+    except Exception:  # a broken connection (a server restarted): the usual way instead
+        for raw in raws:
+            raw.invalidate()
+        return None
+    finally:
+        for raw in raws:
+            raw.close()  # back to its pool (an invalidated one is discarded)
+    if any(rows is None for rows in answers):
+        return None  # an error there: the usual way raises it as SQLAlchemy's
+    process = any(processors)
+    return [
+        (names, [(shard, _processed(row, processors) if process else row) for row in rows or ()])
+        for shard, rows in zip(shards, answers, strict=True)
+    ]
+
+
+def _processed(row: tuple[Any, ...], processors: list[Any]) -> tuple[Any, ...]:
+    return tuple(
+        value if process is None else process(value)
+        for value, process in zip(row, processors, strict=True)
+    )
+
+
+def _at(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
+    return lambda pair: pair[1][position]
+
+
+def _merged(
+    session: ShardedIdSession, plan: FanOutPlan, results: list[Result[Any]], shards: list[str]
+) -> Result[Any]:
     dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
 
     def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
@@ -305,31 +491,125 @@ def fan_out(
     return plan.merge(results, dialects, ranker)
 
 
+def _streams(statement: Any, options: Mapping[str, Any]) -> bool:
+    """Whether the caller asked for rows as a stream (``yield_per``/``stream_results``,
+    on the call or on the statement)."""
+    asked = {**statement.get_execution_options(), **options}
+    return bool(asked.get("yield_per") or asked.get("stream_results"))
+
+
+def _stream(
+    session: ShardedIdSession,
+    plan: FanOutPlan,
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+) -> Result[Any] | None:
+    """The fan-out as a stream (``ops.streams``): each shard's result read lazily (a
+    server-side cursor where the driver has one, ``yield_per`` rows at a time), merged
+    holding one row per shard; None when a text key's collation does not rank strings
+    as code points, which only the whole-result merge can repeat.
+
+    The shards are read from this thread. Rows of columns come from connections of the
+    fan-out's own (released when the stream ends or its result is closed); objects
+    through the session, for its identity map, on the session's connections.
+    """
+    shards = list(session.shard_names)
+    if not shards:
+        return None
+    dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
+
+    def run_sql(sql: str, values: dict[str, Any]) -> list[Any]:
+        bind = {"shard_id": shards[0]}
+        return [tuple(row) for row in session.execute(text(sql), values, bind_arguments=bind)]
+
+    ranker = text_ranker(plan, shards[0], dialects[0], run_sql)
+    text_keys = {
+        key.name
+        for key, column in zip(plan.sort, plan.columns, strict=True)
+        if isinstance(getattr(column, "type", None), String)
+    }
+    for key in plan.sort:
+        if key.name in text_keys and not streams.text_streams(key, ranker):
+            return None
+    opened = ExitStack()
+    if _in_parallel(session, plan.per_shard) and not _selects_objects(plan.per_shard):
+        engines = [session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards]
+        options = {**options, "stream_results": True}
+        connections = [opened.enter_context(engine.connect()) for engine in engines]
+        results = [
+            c.execute(plan.per_shard, params, execution_options=options) for c in connections
+        ]
+    else:
+        results = [
+            session.execute(
+                plan.per_shard, params, execution_options=options, bind_arguments={"shard_id": s}
+            )
+            for s in shards
+        ]
+    for result in results:
+        opened.callback(result.close)
+    parts = [stream_rows(result) for result in results]
+    rows: Iterator[Any] = streams.merge_streams(parts, plan.sort, dialects, text_keys=text_keys)
+    if plan.window is not None:
+        offset, limit = plan.window
+        rows = islice(rows, offset, None if limit is None else offset + limit)
+    merged = streamed_result(results[0], _closing(rows, opened))
+    size = options.get("yield_per") or plan.per_shard.get_execution_options().get("yield_per")
+    return merged.yield_per(size) if size else merged
+
+
+def _closing(rows: Iterator[Any], opened: ExitStack) -> Iterator[Any]:
+    """``rows``, then the shards' results and connections closed (also when the
+    stream is dropped before its end)."""
+    with opened:
+        yield from rows
+
+
 def _read(
-    engine: Any, statement: Any, params: Mapping[str, Any] | None, options: dict[str, Any]
+    engine: Any,
+    statement: Any,
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+    objects: bool = False,
 ) -> Result[Any]:
     """The statement's rows on a connection of ``engine`` that the fan-out's deadline can
-    cut (its socket is shut down from the waiting thread)."""
+    cut (its socket is shut down from the waiting thread); ``objects``: loaded by a
+    session of the call's own, detached, for the caller to merge into its session."""
     with engine.connect() as connection:
+        if engine.dialect.name == "postgresql":
+            # One statement needs no transaction of its own: without one, the read is
+            # one round trip, not BEGIN, the SELECT and the ROLLBACK of its return to
+            # the pool (psycopg's autocommit is a client-side switch, no round trip).
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
         raw = connection.connection.dbapi_connection
         parallel.on_timeout(lambda: dbapi.interrupt(raw))
+        if objects:
+            with Session(bind=connection) as reader:
+                loaded = reader.execute(statement, params, execution_options=options)
+                return loaded.freeze()()
         result = connection.execute(statement, params, execution_options=options)
         rows: Result[Any] = result.freeze()()  # read before the connection goes back
         return rows
 
 
+def _selects_objects(statement: Any) -> bool:
+    """Whether ``statement`` selects mapped objects (``select(Order)``)."""
+    descriptions = getattr(statement, "column_descriptions", None) or []
+    return any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
+
+
 def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
     """Whether a fan-out may run on connections of its own, one per shard at once.
 
-    Only rows of columns (counts, aggregates, ids): objects must come through the
-    session's identity map. Only server databases (not SQLite). And only when the
-    session's transaction holds no connection to a shard: whatever it wrote or read
-    there (a flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot) is
-    seen only through that connection.
+    Only server databases (not SQLite). Only when the session's transaction holds no
+    connection to a shard: whatever it wrote or read there (a flush, ``bulk_insert``,
+    SQL on ``session.connection()``, a snapshot) is seen only through that connection.
+    Objects are loaded by a session of each call's own and the rows kept merged into
+    this session (``merge_frozen_result``, no SQL), so only a statement with no loader
+    options (``selectinload`` would load relations there, not here).
     """
     if session.holds_shard_connections() or session.new or session.dirty or session.deleted:
         return False
     if any(e.dialect.name == "sqlite" for e in session.shard_engines().values()):
         return False
-    descriptions = getattr(statement, "column_descriptions", None) or []
-    return not any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
+    return not (_selects_objects(statement) and has_options(statement))

@@ -74,6 +74,12 @@ def check_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = 
         _guards[engine] = _Guard(name, router)
 
 
+def guarded(engine: Engine) -> bool:
+    """Whether ``check_writes`` listens to ``engine``'s statements (for INSERTs and
+    UPDATEs only, so a SELECT sent below SQLAlchemy's execution misses nothing of it)."""
+    return engine in _guards
+
+
 def _check(
     connection: Connection,
     cursor: Any,

@@ -49,6 +49,23 @@ class TableRows:
         self.route_index = self.columns.index(route.column)
         self._route = route.column
         self._open: dict[str, Connection] = {}
+        self.table_name, self.route_column = table.name, str(route.column.name)
+
+    def vendor(self, database: str) -> str:
+        name = self.engines[database].dialect.name
+        return "mysql" if name == "mariadb" else name
+
+    def run(self, database: str, statements: Sequence[str]) -> list[Row]:
+        """The fence's SQL, in one transaction. The drivers read ``%`` as a placeholder
+        even without parameters (psycopg, PyMySQL): it is doubled for them."""
+        rows: list[Row] = []
+        engine = self.engines[database]
+        percent = "%%" if engine.dialect.paramstyle in ("format", "pyformat") else "%"
+        with engine.begin() as connection:
+            for statement in statements:
+                result = connection.exec_driver_sql(statement.replace("%", percent))
+                rows = [tuple(r) for r in result] if result.returns_rows else []
+        return rows
 
     def column_sql(self, database: str) -> str:
         preparer = self.engines[database].dialect.identifier_preparer

@@ -143,10 +143,38 @@ def _move_shards(sub: Any) -> None:
     move.add_argument(
         "--state", help="the file that lets a stopped copy resume (default: in this directory)"
     )
-    move.add_argument(
+    steps = move.add_mutually_exclusive_group()
+    steps.add_argument(
+        "--switch",
+        action="store_true",
+        help="close the range for writes on the source (the fence), catch up and verify: "
+        "then deploy the new map",
+    )
+    steps.add_argument(
+        "--unfence",
+        action="store_true",
+        help="call a switch off: remove the fence, the source takes the range's writes again",
+    )
+    steps.add_argument(
+        "--abort",
+        action="store_true",
+        help="with logical replication: call a move off before its switch (drops the "
+        "subscription, slot and publication, the target's copies and the fence)",
+    )
+    steps.add_argument(
         "--cleanup",
         action="store_true",
-        help="after the new map is deployed: delete from the source what it no longer owns",
+        help="after the new map is deployed: delete from the source what it no longer owns, "
+        "then remove the fence",
+    )
+    move.add_argument(
+        "--method",
+        choices=("auto", "logical", "portable"),
+        default="auto",
+        help="logical: PostgreSQL logical replication (a publication filtered to the range, "
+        "a subscription on the target; needs wal_level=logical on the source and a "
+        "superuser on the target); portable: batch copies by primary key; auto (default): "
+        "logical when both databases are PostgreSQL and the ids' route is arithmetic",
     )
     move.add_argument(
         "--dry-run",

@@ -11,8 +11,9 @@ from typing import Any
 from django.apps import apps
 from django.core import serializers
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import DatabaseError, connections
 
+from ....ops.replication import ReplicationError
 from ....sql import installs
 from ...audit import audit
 from ...conf import conf, get_generator
@@ -22,6 +23,7 @@ from ...migration_state import Lag, applied_on_default, lag, migrate_each, migra
 from ...moves import shard_move
 from ...operations import next_id_function
 from ...replicas import replica_primaries
+from ...replication import logical_refusal_of, logical_shard_move
 from ...routing import sharded_pk
 from ...twophase import resolve_prepared
 from ..arguments import add_arguments
@@ -289,6 +291,10 @@ class Command(BaseCommand):
         state: str | None,
         cleanup: bool,
         dry_run: bool = False,
+        switch: bool = False,
+        unfence: bool = False,
+        abort: bool = False,
+        method: str = "auto",
         **options: Any,
     ) -> None:
         if dry_run and not cleanup:
@@ -299,9 +305,32 @@ class Command(BaseCommand):
                 low, high = (int(part) for part in span.split(":"))
             except ValueError:
                 raise CommandError(f"--range must be start:stop, got {span!r}") from None
+        given = state
         state = state or f".uid_fields-move-{map}-{source}-{target}-{span or 'all'}.json".replace(
             ":", "-"
         )
+        if self._by_replication(map, source, target, low, high, logical_shards, method):
+            self._logical(
+                map,
+                source,
+                target,
+                low,
+                high,
+                logical_shards,
+                given or state.replace(".json", "-logical.json"),
+                switch=switch,
+                cleanup=cleanup,
+                abort=abort,
+                unfence=unfence,
+                dry_run=dry_run,
+                batch_size=batch_size,
+            )
+            return
+        if abort:
+            raise CommandError(
+                "--abort calls off a move by logical replication; a portable move is called "
+                "off with --unfence (its copies stay on the target until the next run)"
+            )
         try:
             move = shard_move(
                 map,
@@ -311,43 +340,207 @@ class Command(BaseCommand):
                 high=high,
                 space=logical_shards,
                 batch=batch_size,
-                state=None if cleanup else state,
+                state=state,
                 on_progress=self._progress_line,
             )
         except (ValueError, TypeError, LookupError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{move}: {', '.join(t.store.label for t in move.tables)}")
-        if cleanup:
+        if unfence:
             try:
-                cleaned = move.cleanup(dry_run=dry_run)
+                move.unfence()
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
-            for report in cleaned:
-                self.stdout.write(str(report))
-            kept = sum(r.kept for r in cleaned)
-            if kept:
-                were = "would be" if dry_run else "were"
-                raise CommandError(f"{kept} rows {were} kept on {source}: they are not on {target}")
+            self.stdout.write(f"fence removed: {source} takes writes of the range again")
             return
-        for copied in move.copy():
+        if switch:
+            self._switch(move)
+            return
+        if cleanup:
+            self._cleanup(move, dry_run)
+            return
+        try:
+            copies = move.copy()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        for copied in copies:
             self.stdout.write(str(copied))
         checked = move.verify()
         for check in checked:
             self.stdout.write(str(check))
         if not all(c.ok for c in checked):
-            if move.deployed:
-                raise CommandError(f"rows of {source} are missing on {target}: run again")
+            if move.after_switch:
+                missing = sum(c.missing for c in checked)
+                raise CommandError(
+                    f"{missing} rows of {source} are not on {target}, and nothing tells "
+                    "whether they were never copied or deleted there since (the source "
+                    "changed after the switch, or there was no --switch): nothing was "
+                    "copied; --cleanup keeps them on the source and names some"
+                )
             self.stdout.write(
-                "the copy still differs where writes went on meanwhile; the run after the "
-                "new map is deployed catches up"
+                "the copy still differs where writes went on meanwhile; --switch closes "
+                "the range for writes and makes it exact"
             )
-        step = (
-            f"deployed: run move-shards --cleanup to delete the copies left on {source}"
-            if move.deployed
-            else f"next: give these logical shards to {target} in the map and deploy, "
-            "run move-shards again to catch up, then --cleanup"
-        )
+        if move.deployed:
+            step = f"deployed: run move-shards --cleanup to delete the copies left on {source}"
+        elif move.state.switched:
+            step = (
+                f"switched: give these logical shards to {target} in the map and deploy, "
+                "then run move-shards --cleanup"
+            )
+        else:
+            step = (
+                "next: run move-shards --switch (closes the range for writes on "
+                f"{source}, catches up and verifies), give these logical shards to "
+                f"{target} in the map and deploy, then run move-shards --cleanup"
+            )
         self.stdout.write(step)
+
+    def _by_replication(
+        self,
+        map: str,
+        source: str,
+        target: str,
+        low: int | None,
+        high: int | None,
+        space: int | None,
+        method: str,
+    ) -> bool:
+        """Whether this move goes by logical replication: ``--method logical``, or
+        ``auto`` when both databases are PostgreSQL and every table's route selects
+        logical shards in SQL (snowflakes' mixed modulo, locality UUIDs and uniqids
+        cannot be filtered by a publication)."""
+        if method == "portable":
+            return False
+        try:
+            move = shard_move(map, source=source, target=target, low=low, high=high, space=space)
+            reason = logical_refusal_of(move)
+        except (ValueError, TypeError, LookupError) as exc:
+            raise CommandError(str(exc)) from None
+        if reason and method == "logical":
+            raise CommandError(reason)
+        if reason and self.verbosity >= 2:
+            self.stdout.write(f"portable move: {reason}")
+        return reason is None
+
+    def _logical(
+        self,
+        map: str,
+        source: str,
+        target: str,
+        low: int | None,
+        high: int | None,
+        space: int | None,
+        state: str,
+        *,
+        switch: bool,
+        cleanup: bool,
+        abort: bool,
+        unfence: bool,
+        dry_run: bool,
+        batch_size: int,
+    ) -> None:
+        """The move by logical replication. A plain run starts (or resumes) the
+        publication, slot and subscription and waits until the target has copied the
+        range and caught up; replication goes on after it. ``--switch`` fences the
+        range on the source, waits for the target to confirm the last write, compares
+        every logical shard and drops the replication; then the new map is deployed and
+        ``--cleanup`` deletes the source's range and removes the fence."""
+        try:
+            move = shard_move(map, source=source, target=target, low=low, high=high, space=space)
+            logical = logical_shard_move(
+                move, map_name=map, state=state, on_progress=self._progress_line
+            )
+        except (ValueError, TypeError, LookupError) as exc:
+            raise CommandError(str(exc)) from None
+        with logical:
+            self.stdout.write(f"{logical}: {', '.join(t.label for t in logical.tables)}")
+            try:
+                if abort:
+                    logical.abort()
+                    self.stdout.write(
+                        "aborted: subscription, slot, publication, the target's copies and "
+                        "the fence are removed"
+                    )
+                elif unfence:
+                    logical.unfence()
+                    self.stdout.write(
+                        f"fence removed: {source} takes writes of the range again; {target}'s "
+                        "copies are left (the next move of the range deletes them first)"
+                    )
+                elif cleanup:
+                    cleaned = logical.cleanup(batch=batch_size, dry_run=dry_run)
+                    for report in cleaned:
+                        self.stdout.write(str(report))
+                    kept = sum(r.kept for r in cleaned)
+                    if kept:
+                        raise CommandError(
+                            f"{kept} rows were kept on {source} (listed above): they are "
+                            f"not on {target}"
+                        )
+                elif logical.switched:
+                    self.stdout.write(
+                        f"switched already: give these logical shards to {target} in the map "
+                        "and deploy, then run move-shards --cleanup"
+                    )
+                else:
+                    logical.run(switch=switch)
+                    self.stdout.write(
+                        f"switched: writes of the range are closed on {source} (they fail "
+                        "with ShardMoveFencedError, retryable); the subscription, slot and "
+                        f"publication are dropped. Next: give these logical shards to {target} "
+                        "in the map and deploy, then run move-shards --cleanup"
+                        if switch
+                        else f"copied and caught up: {target} follows {source} by logical "
+                        "replication. Next: move-shards --switch, then deploy the new map, "
+                        "then move-shards --cleanup (or --abort to call it off)"
+                    )
+            except (ValueError, ReplicationError) as exc:  # ReplicationUnavailable too
+                raise CommandError(str(exc)) from None
+
+    def _cleanup(self, move: Any, dry_run: bool) -> None:
+        """``--cleanup``: reports, never a traceback; rows kept are named."""
+        try:
+            cleaned = move.cleanup(dry_run=dry_run)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        except DatabaseError as exc:
+            raise CommandError(
+                f"the cleanup stopped on a database error ({exc}): what it deleted was on "
+                f"{move.target}; run move-shards --cleanup again"
+            ) from None
+        for report in cleaned:
+            self.stdout.write(str(report))
+        kept = sum(r.kept for r in cleaned)
+        if kept:
+            were = "would be" if dry_run else "were"
+            raise CommandError(
+                f"{kept} rows {were} kept on {move.source} (listed above): they are not on "
+                f"{move.target}; the fence stays until a cleanup keeps nothing"
+            )
+        if not dry_run:
+            self.stdout.write(
+                f"done: the fence is removed, {move.source} keeps nothing of the range"
+            )
+
+    def _switch(self, move: Any) -> None:
+        """``--switch``: the fence, then a last catch-up and an exact verify behind it."""
+        try:
+            copied, checked = move.switch()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        for report in [*copied, *checked]:
+            self.stdout.write(str(report))
+        if not all(c.ok for c in checked):
+            raise CommandError(
+                f"the copy on {move.target} still differs behind the fence: run --switch "
+                f"again (or --unfence to call the switch off)"
+            )
+        self.stdout.write(
+            f"switched: writes of the range are closed on {move.source} (they fail with "
+            f"ShardMoveFencedError, retryable). Next: give these logical shards to "
+            f"{move.target} in the map and deploy, then run move-shards --cleanup"
+        )
 
     def _progress_line(self, progress: object) -> None:
         """A long pass's progress, at ``-v 1`` and above."""
