@@ -4,6 +4,7 @@ that renames one fails here, by name, instead of somewhere inside a fan-out."""
 from __future__ import annotations
 
 import pytest
+from django.db import connections
 from django.db.models.sql import Query
 
 from tests.django.testapp.models import Ranked
@@ -70,3 +71,8 @@ def test_a_prepared_delete_refuses_what_django_refuses() -> None:
         compat.prepared_for_delete(Ranked.objects.using("shard_0").values("pk"))
     prepared = compat.prepared_for_delete(Ranked.objects.using("shard_0").order_by("name"))
     assert prepared._for_write and not prepared.query.order_by  # type: ignore[attr-defined]
+
+
+def test_the_connection_handler_keeps_its_per_thread_storage() -> None:
+    """``compat.borrowed_connection`` reads a thread's own connection from it."""
+    assert hasattr(connections, "_connections"), "update compat.borrowed_connection"

@@ -23,7 +23,8 @@ from django.test import override_settings
 
 from tests.django.testapp.models import Order, Photo
 from uid_fields.django import conf
-from uid_fields.placement import Placement
+from uid_fields.django import new_objects as django_new_objects
+from uid_fields.placement import Placement, authority
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -46,6 +47,14 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         monkeypatch.setattr(Placement, name, counting(name, getattr(Placement, name)))
     for name in ("get_generator", "get_shard_map"):
         monkeypatch.setattr(conf, name, counting(name, getattr(conf, name)))
+    # The key hash itself, on every path that places a key (the general one and the
+    # one the construction hook binds once per settings generation).
+    monkeypatch.setattr(authority, "mix64", counting("mix64", authority.mix64))
+    monkeypatch.setattr(
+        django_new_objects,
+        "ids_for_new_objects",
+        counting("ids_for_new_objects", django_new_objects.ids_for_new_objects),
+    )
     yield counted
 
 
@@ -54,8 +63,12 @@ def test_a_keyed_bulk_create_places_each_row_once(calls: Counter[str]) -> None:
     calls.clear()
     photos = [Photo(owner_id=owner, caption="x") for owner in range(ROWS)]
     Photo.objects.bulk_create(photos)
-    assert calls["logical_shard_for_key"] == ROWS  # once per row, when its id was made
-    assert calls["_hash_key"] == ROWS
+    assert calls["mix64"] == ROWS  # each key hashed once, when its id was made
+    assert calls["logical_shard_for_key"] <= ROWS  # the general path, if taken, once
+    assert calls["_hash_key"] <= ROWS
+    # Every object holds the id made for the key it still holds: the batch's general
+    # rule has nothing to decide and is not run over the rows again.
+    assert calls["ids_for_new_objects"] == 0
     assert calls["get_generator"] + calls["get_shard_map"] <= 2  # not per row
     placement = Photo._meta.pk.placement  # type: ignore[union-attr]
     for photo in photos:  # each on the database its key names, with an id made for it
@@ -73,7 +86,9 @@ def test_a_key_changed_after_construction_is_placed_again(calls: Counter[str]) -
     made = [p.pk for p in photos]
     for photo in photos:
         photo.owner_id = 7
+    calls.clear()
     Photo.objects.bulk_create(photos)
+    assert calls["ids_for_new_objects"] == 1  # a changed key takes the general rule
     assert all(p.pk != m for p, m in zip(photos, made, strict=True))
     assert {p._state.db for p in photos} == {home}
     assert Photo.objects.using(home).filter(owner_id=7).count() == 5

@@ -63,9 +63,7 @@ async def _fill(engines: dict[str, AsyncEngine], count: int) -> list[int]:
     return ids
 
 
-def _postgres_engines(
-    databases: list[str], driver: str = "psycopg"
-) -> dict[str, AsyncEngine]:
+def _postgres_engines(databases: list[str], driver: str = "psycopg") -> dict[str, AsyncEngine]:
     # postgresql+psycopg through create_async_engine is psycopg 3's async connections;
     # postgresql+asyncpg is asyncpg's.
     return {

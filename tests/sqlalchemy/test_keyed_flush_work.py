@@ -19,8 +19,8 @@ from sqlalchemy import event, func, insert, select
 from sqlalchemy.engine import Engine
 
 from uid_fields.errors import WrongShardError
-from uid_fields.placement import Placement
-from uid_fields.sqlalchemy import sharded_session
+from uid_fields.placement import Placement, authority
+from uid_fields.sqlalchemy import listeners, sharded_session
 
 from .models import Photo
 
@@ -40,6 +40,9 @@ def placed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 
     for name in ("logical_shard_for_key", "_hash_key"):
         monkeypatch.setattr(Placement, name, counting(name, getattr(Placement, name)))
+    # The key hash itself, on every path that places a key (the general one and the
+    # placer the key listener binds once per placement).
+    monkeypatch.setattr(authority, "mix64", counting("mix64", authority.mix64))
     yield counted
 
 
@@ -50,8 +53,9 @@ def test_a_keyed_flush_places_each_row_once(
         photos = [Photo(owner_id=owner, caption="x") for owner in range(ROWS)]
         session.add_all(photos)
         session.commit()
-        assert placed["logical_shard_for_key"] == ROWS  # when each id was made
-        assert placed["_hash_key"] == ROWS
+        assert placed["mix64"] == ROWS  # each key hashed once, when its id was made
+        assert placed["logical_shard_for_key"] <= ROWS  # the general path, if taken, once
+        assert placed["_hash_key"] <= ROWS
         where = {p.id: session.shard_of(p) for p in photos}
         for photo in photos:  # on the database the key names, with an id made for it
             placement = session.router.table_route(Photo.__table__).placement  # type: ignore[union-attr]
@@ -102,3 +106,27 @@ def test_rows_the_flush_did_not_place_are_still_checked_in_full(
         session.add(Photo(owner_id=7))
         with pytest.raises(WrongShardError):
             session.flush()
+
+
+def test_building_keyed_objects_runs_the_new_object_rule_only_when_a_key_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Photo(owner_id=7)``: the key listener makes the id with the placement's bound
+    placer, without the general rule for new objects; a key set again on an object whose
+    id the field made still goes through that rule (and gets a new id for the new key)."""
+    ruled: Counter[str] = Counter()
+    original = listeners.id_for_new_object
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        ruled["id_for_new_object"] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(listeners, "id_for_new_object", counting)
+    photos = [Photo(owner_id=owner, caption="x") for owner in range(ROWS)]
+    assert ruled["id_for_new_object"] == 0
+    assert all(p.id is not None for p in photos)
+    made = [p.id for p in photos[:5]]
+    for photo in photos[:5]:
+        photo.owner_id = photo.owner_id + 1
+    assert ruled["id_for_new_object"] == 5
+    assert all(p.id != m for p, m in zip(photos[:5], made, strict=True))

@@ -16,7 +16,8 @@ import importlib
 import inspect
 import operator
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -346,3 +347,24 @@ class CompiledSelect:
                         setattr(obj, field.name, found)
             built.append(obj)
         return built
+
+
+@contextmanager
+def borrowed_connection(alias: str, wrapper: BaseDatabaseWrapper) -> Iterator[None]:
+    """In this thread, ``connections[alias]`` is ``wrapper`` (another thread's connection,
+    shared with ``inc_thread_sharing()``) for the block; then this thread's own again.
+
+    Django keeps connections per thread; ``LiveServerThread`` hands the test thread's
+    connections to the server thread the same way. The thread's own wrapper, if it had
+    one, is read from the handler's private per-thread storage so it is not replaced by
+    a new one (or closed) when the block ends.
+    """
+    own = getattr(connections._connections, alias, None)  # type: ignore[attr-defined]
+    connections[alias] = wrapper
+    try:
+        yield
+    finally:
+        if own is None:
+            del connections[alias]
+        else:
+            connections[alias] = own

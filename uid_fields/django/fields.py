@@ -150,6 +150,7 @@ class UidField(_Field[_ST, _GT]):
         self._shard_map: tuple[int, ShardMap | None] | None = None
         self._keyless_maker: tuple[int, Callable[[], Any]] | None = None
         self._key_attname: str | None = None
+        self._key_placer: _KeyPlacer | None = None
         super().__init__(*args, **kwargs)
 
     # -- settings-backed objects ---------------------------------------------------------
@@ -228,6 +229,18 @@ class UidField(_Field[_ST, _GT]):
         if made is None or made[0] != generation:
             made = self._keyless_maker = (generation, self.placement.keyless_maker())
         return made[1]()
+
+    def key_placer(self) -> _KeyPlacer:
+        """What the construction hook needs for every object built, per settings
+        generation: the placement, its ``key_placer()`` and the key's attribute."""
+        cached = self._key_placer
+        generation = conf.settings_generation()
+        if cached is None or cached.generation != generation:
+            placement = self.placement
+            cached = self._key_placer = _KeyPlacer(
+                generation, placement, placement.key_placer(), self.shard_key_attname()
+            )
+        return cached
 
     def generate(self, instance: models.Model | None) -> Any:
         """A new id for ``instance``; None while its shard key is unknown."""
@@ -448,20 +461,43 @@ def made_for_key(entry: Made | None, key: Any, placement: Placement) -> bool:
     )
 
 
+class _KeyPlacer(NamedTuple):
+    generation: int
+    placement: Placement
+    place: Callable[[object], tuple[Any, str | None]]
+    key_attname: str
+
+
 def _fill_after_init(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
+    # Runs for every object of a keyed model built, from the database too: the early
+    # exits come first, and everything looked up per row is kept per settings generation.
     pk = sender._meta.pk
-    if not isinstance(pk, UidField) or getattr(instance, pk.attname) is not None:
+    attname = pk.attname
+    if getattr(instance, attname) is not None or not isinstance(pk, UidField):
         return
     if not pk.shard_key:
         value = pk.generate(instance)
         if value is not None:
-            record_made(instance, pk.attname, Made(value))
+            record_made(instance, attname, Made(value))
         return
-    key = getattr(instance, pk.shard_key_attname())
+    placer = pk._key_placer
+    if placer is None or placer.generation != conf.settings_generation():
+        placer = pk.key_placer()
+    key = getattr(instance, placer.key_attname)
     if key is not None:  # else made when the key is known (fill)
-        placement = pk.placement
-        value, database = placement.new_placed_id(key)
-        record_made(instance, pk.attname, Made(value, key, placement, database))
+        value, database = placer.place(key)
+        setattr(instance, attname, value)
+        state = instance._state
+        made: dict[str, Made] | None = getattr(state, "uid_made", None)
+        # tuple.__new__: a NamedTuple's own __new__ is a Python function, once per row
+        entry = _new_tuple(Made, (value, key, placer.placement, database))
+        if made is None:
+            state.uid_made = {attname: entry}  # type: ignore[attr-defined]
+        else:
+            made[attname] = entry
+
+
+_new_tuple = tuple.__new__
 
 
 class _PartsDescriptor:

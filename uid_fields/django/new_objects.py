@@ -49,6 +49,9 @@ def fill_ids(objs: Sequence[models.Model]) -> list[str] | None:
         # ids to keep, and no key for them to disagree with
         return None if shard_map is None else [shard_map.database_for(v) for v in given]
     key_attname = field.shard_key_attname()
+    placed = _placed_at_construction(objs, attname, key_attname, placement, shard_map)
+    if placed is not None:  # every id made for the key its object still holds
+        return None if shard_map is None else placed  # type: ignore[return-value]
     keys = [getattr(obj, key_attname) for obj in objs]
     entries = [
         None if value is None else made_entry(obj, attname, value)
@@ -76,6 +79,35 @@ def fill_ids(objs: Sequence[models.Model]) -> list[str] | None:
         else:
             databases.append(shard_map.database_for(decided.value))
     return None if shard_map is None else databases
+
+
+def _placed_at_construction(
+    objs: Sequence[models.Model],
+    attname: str,
+    key_attname: str,
+    placement: Any,
+    shard_map: Any,
+) -> list[str | None] | None:
+    """The database of every object when each holds the id the field made for it, for
+    the key it still holds, by ``placement`` (the usual batch: objects built with their
+    key): ``ids_for_new_objects`` would keep every id as it is, and each was placed when
+    it was made. None as soon as one object is not so: the batch takes the general rule.
+    One pass, no per-row lists."""
+    out: list[str | None] = []
+    for obj in objs:
+        made: dict[str, Made] | None = getattr(obj._state, "uid_made", None)
+        entry = None if made is None else made.get(attname)
+        if entry is None or entry.placement is not placement:
+            return None
+        value = getattr(obj, attname)
+        key = getattr(obj, key_attname)
+        if value is None or key is None or entry.value != value or entry.key != key:
+            return None
+        if entry.database is not None:
+            out.append(entry.database)
+        else:
+            out.append(None if shard_map is None else shard_map.database_for(value))
+    return out
 
 
 def new_ids_in(field: UidField, kwargs: Mapping[str, Any]) -> list[Any]:

@@ -22,6 +22,7 @@ from ..errors import ShardRoutingError
 from ..ops import merge
 from .choices import building_choices
 from .compat import ModelIterable, iterable_class
+from .concurrent_writes import concurrent_inserts, run_on_caller_connections
 from .deletion import delete_on_shards, two_phase_deletes
 from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
 from .fields import UidField
@@ -737,14 +738,26 @@ class ShardedQuerySet(models.QuerySet[_M]):
                 check_family_keys(obj, alias)  # bulk inserts send no pre_save
             groups.setdefault(alias, []).append(obj)
         self._check_transaction(groups)
+
+        def insert(alias: str) -> Callable[[], None]:
+            def run() -> None:
+                group = groups[alias]
+                if field is not None and field.database_default:
+                    fetch_database_ids(field, alias, group)
+                models.QuerySet.bulk_create(self._for_alias(alias), group, *args, **kwargs)
+
+            return run
+
+        concurrent = not two_phase and concurrent_inserts(groups)
         # Every shard's inserts inside its own transaction, all open until every shard
         # succeeded: one failure rolls them all back (the commits still run one after
         # another; see sharded_atomic).
         with sharded_atomic(*groups, two_phase=two_phase):
-            for alias, group in groups.items():
-                if field is not None and field.database_default:
-                    fetch_database_ids(field, alias, group)
-                models.QuerySet.bulk_create(self._for_alias(alias), group, *args, **kwargs)
+            if concurrent:
+                run_on_caller_connections({alias: insert(alias) for alias in groups})
+            else:
+                for alias in groups:
+                    insert(alias)()
         return objs
 
 

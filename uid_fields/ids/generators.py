@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from itertools import islice
 from typing import Any, Literal
 
@@ -76,6 +76,10 @@ class _BlockGenerator:
         self._unit = -1
         self._it: Iterator[int] = _EMPTY
         self._forked_from: int | None = None
+        self._max_unit = layout.max_unit
+        # Blocks that need nothing but the unit (no lease to check at each unit, no shared
+        # sequence to reserve from) start on the short path of next_id().
+        self._plain_blocks = not self._fenced and getattr(self, "_sequence", None) is None
         now_ms = self.clock.now_ms()
         if now_ms < layout.epoch_ms:
             raise ValueError(
@@ -117,11 +121,26 @@ class _BlockGenerator:
 
     # -- public API ----------------------------------------------------------------------
     def next_id(self) -> int:
-        if (self._source() + self._offset) // self._unit_ns == self._unit:
+        unit = (self._source() + self._offset) // self._unit_ns
+        if unit == self._unit:
             try:
                 return next(self._it)
             except StopIteration:
                 pass
+        elif unit > self._unit and self._plain_blocks:
+            # The first id of a later time unit: the usual call of a generator asked
+            # about once per unit (one of a sharded generator's many logical shards).
+            # Its block is started here without the general loop below; the promises are
+            # the same: under the lock, only forward in time, never past the layout, never
+            # in a forked child. Anything else (a clock that went back, a full unit, a
+            # lease, a shared sequence) takes the general loop.
+            with self._lock:
+                if unit > self._unit and unit <= self._max_unit and self._forked_from is None:
+                    it = iter(self._block(unit))
+                    first = next(it)
+                    self._it = it
+                    self._unit = unit
+                    return first
         with self._lock:
             while True:
                 self._sync_block_locked()
@@ -245,6 +264,7 @@ class SnowflakeGenerator(_BlockGenerator):
             for name, source in self._sources.items()
         }
         self._node_bits = layout.node_bits(node)
+        self._span = (layout.max_sequence + 1) << layout.sequence_shift  # one unit's ids
         self._fenced = tuple(
             (name, s) for name, s in self._sources.items() if isinstance(s, FencedSource)
         )
@@ -275,7 +295,7 @@ class SnowflakeGenerator(_BlockGenerator):
         start = (unit << layout.time_shift) | self._node_bits
         step = 1 << layout.sequence_shift
         if self._sequence is None:
-            return range(start, start + (layout.max_sequence + 1) * step, step)
+            return range(start, start + self._span, step)
         limit = layout.max_sequence + 1
         last_ms = layout.epoch_ms + (unit + 1) * layout.time_unit_ms - 1
         seq = self._sequence.reserve(
@@ -410,12 +430,31 @@ class ShardedIdGenerator:
         return generator
 
     def next_id(self, shard: int | None = None, *, shard_key: object = None) -> int:
+        if shard.__class__ is int and shard_key is None and 0 <= shard < self.logical_shards:
+            # A valid shard whose generator exists: the per-row call of keyed writes.
+            generator = self._per_shard.get(shard)
+            if generator is not None:
+                return generator.next_id()
         return self._generator(self._shard(shard, shard_key)).next_id()
 
     def next_ids(
         self, count: int, shard: int | None = None, *, shard_key: object = None
     ) -> list[int]:
         return self._generator(self._shard(shard, shard_key)).next_ids(count)
+
+    def shard_maker(self) -> Callable[[int], int]:
+        """``next_id(shard=...)`` as one bound callable, for a caller that makes an id
+        per row from shards it computed (a placement's key placer): a shard whose
+        generator exists costs one dict lookup and that generator's ``next_id``; any
+        other value (a new shard, a bool, out of range) takes ``next_id`` itself."""
+        per_shard = self._per_shard  # only ever added to, never replaced
+        slow = self.next_id
+
+        def make(shard: int) -> int:
+            generator = per_shard.get(shard) if shard.__class__ is int else None
+            return generator.next_id() if generator is not None else slow(shard)
+
+        return make
 
     def shard_of(self, value: object) -> int:
         """The logical shard embedded in an id."""

@@ -39,6 +39,8 @@ from .._internal.hashing import mix64
 from ..errors import ConfigurationError, WrongShardError
 from ..ids.generators import ShardedIdGenerator
 from .keys import (
+    KEY_LIMIT,
+    KEY_MIN,
     colocated_logical_shard,
     logical_shard_in,
     normalize_shard_key,
@@ -143,6 +145,7 @@ class Placement:
         self._keyless_lock = threading.Lock()
         self._steered_off: set[str] = set()  # closed databases whose keys were steered
         self._places_as: dict[Placement, bool] = {}  # places_keys_as, per other placement
+        self._placer: Callable[[object], tuple[Any, str | None]] | None = None
 
     # -- reading ids ---------------------------------------------------------------------
     @property
@@ -323,6 +326,32 @@ class Placement:
         value = generator.next_id(shard=logical)
         return value, None if self.shard_map is None else self.shard_map.database(logical)
 
+    def key_placer(self) -> Callable[[object], tuple[Any, str | None]]:
+        """A callable doing what ``new_placed_id(key)`` does for a key, built once.
+
+        For adapters that make an id for every object built (an ORM's construction
+        hook): in the usual case (a sharded generator, no parent, no closed database)
+        the key's hash, the generator of its logical shard and the database of that
+        shard are bound once here instead of looked up per row. Any other case, and any
+        key that is not a plain in-range int (strings, UUIDs, errors), goes through
+        ``new_placed_id`` itself, so the answers are the same by construction.
+        """
+        placer = self._placer
+        if placer is not None:
+            return placer
+        generator = self.generator
+        shard_map = self.shard_map
+        if (
+            not isinstance(generator, ShardedIdGenerator)
+            or self.parent is not None
+            or (shard_map is not None and shard_map.closed)
+        ):
+            placer = self.new_placed_id
+        else:
+            placer = _fast_key_placer(self, generator, shard_map)
+        self._placer = placer
+        return placer
+
     def _open_only(self, values: list[Any], more: Any) -> list[Any]:
         """``values`` with each id that would land on a closed database replaced by a
         later one that does not (ids whose route is a hash of the id cannot be steered;
@@ -409,3 +438,29 @@ def _same_route(a: Route, b: Route) -> bool:
     if isinstance(a, ByField) and isinstance(b, ByField):
         return a.field == b.field and a.layout == b.layout
     return False
+
+
+def _fast_key_placer(
+    placement: Placement, generator: ShardedIdGenerator, shard_map: ShardMap | None
+) -> Callable[[object], tuple[Any, str | None]]:
+    """``placement.new_placed_id`` for a root placement with no closed database, with
+    its lookups bound: the same hash (``_hash_key``), the same logical shard, the same
+    generator call and the same database. Keys that are not plain ints in the key range
+    take ``new_placed_id`` (it normalises or refuses them)."""
+    total = placement.logical_shards
+    mixed = placement.key_hash == "mixed"
+    make = generator.shard_maker()
+    # The alias of every logical shard (``shard_map.database``), indexed directly: the
+    # logical shard below is always in range.
+    table = shard_map.table if shard_map is not None else None
+    if table is not None and len(table) != total:
+        return placement.new_placed_id
+    slow = placement.new_placed_id
+
+    def place(key: object) -> tuple[Any, str | None]:
+        if key.__class__ is not int or not KEY_MIN <= key < KEY_LIMIT:
+            return slow(key)
+        logical = (mix64(key) if mixed else key) % total
+        return make(logical), None if table is None else table[logical]
+
+    return place

@@ -12,8 +12,8 @@ from .shards import (
     ShardMap,
 )
 
-_KEY_MIN = -(1 << 63)
-_KEY_LIMIT = 1 << 64
+KEY_MIN = -(1 << 63)
+KEY_LIMIT = 1 << 64
 
 
 def normalize_shard_key(value: object, *, name: str = "shard key") -> int:
@@ -26,7 +26,7 @@ def normalize_shard_key(value: object, *, name: str = "shard key") -> int:
     if isinstance(value, bool):
         raise ShardKeyError(f"{name}={value!r} is a bool, not a key")
     if isinstance(value, int):
-        if not _KEY_MIN <= value < _KEY_LIMIT:
+        if not KEY_MIN <= value < KEY_LIMIT:
             raise ShardKeyError(f"{name}={value} is out of the 64-bit range of keys")
         return value
     if isinstance(value, uuid.UUID):
@@ -35,7 +35,7 @@ def normalize_shard_key(value: object, *, name: str = "shard key") -> int:
         text = value.strip()
         if text.isascii() and text.isdigit():
             number = int(text)
-            if number >= _KEY_LIMIT:
+            if number >= KEY_LIMIT:
                 raise ShardKeyError(f"{name}={value!r} is out of the 64-bit range of keys")
             return number
         try:

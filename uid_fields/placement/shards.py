@@ -214,6 +214,8 @@ class ShardMap:
         self._table = [""] * total
         for alias, (low, high) in self.ranges.items():
             self._table[low:high] = [alias] * (high - low)
+        #: The alias of each logical shard, by number (``database(n)`` without its check).
+        self.table: tuple[str, ...] = tuple(self._table)
 
     @property
     def logical_shards(self) -> int:

@@ -6,7 +6,9 @@ stable across 2.0 and 2.1, but they are not public: when a release changes them,
 the one module to fix, and ``tests/sqlalchemy/test_compat.py`` is the test that says so.
 The greenlet bridge of the asyncio extension (``greenlet_spawn`` runs sync code whose
 drivers await; ``await_only`` waits for a coroutine from inside it; 2.1 also names it
-``await_``) is imported from here too: ``sqlalchemy.util`` is not documented API.
+``await_``) is imported from here too: ``sqlalchemy.util`` is not documented API; so is
+``instance_state`` (``inspect(obj)`` without the inspection registry's dispatch, for
+hooks that run for every object built).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "frozen_rows",
     "greenlet_spawn",
     "has_options",
+    "instance_state",
     "into_session",
     "is_plain_select",
     "loaded_object",

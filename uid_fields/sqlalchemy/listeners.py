@@ -23,6 +23,7 @@ from sqlalchemy.sql.schema import Column
 from ..errors import ShardKeyError
 from ..ids.parts import IdParts
 from ..placement import Placement, id_for_new_object
+from .compat import instance_state
 from .fields import INFO_KEY, FieldConfig
 from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
@@ -97,6 +98,8 @@ def _coercer(id_type: _UidType) -> Callable[..., Any]:
     coerce = id_type.coerce
 
     def coerce_on_set(target: Any, value: Any, oldvalue: Any, initiator: Any) -> Any:
+        if value.__class__ is int:  # most sets (every id a field makes): no SQL to ask for
+            return coerce(value)
         if (
             value is None
             or isinstance(value, ClauseElement)
@@ -143,8 +146,16 @@ def _on_shard_key_set(id_key: str, config: FieldConfig) -> Callable[..., None]:
         if value is None:
             return
         placement = config.placement
-        state = inspect(target)
+        state = instance_state(target)
         current = state.dict.get(id_key)
+        if current is None and state.key is None:
+            # A new object's key, no id yet (the usual case: Photo(owner_id=7)): the
+            # rule below would make a fresh id for the key; the placement's bound
+            # placer makes the same one with the key placed once, without the rule's
+            # per-row steps (ShardKeyError for a bad key, as there).
+            made_id, _database = placement.key_placer()(value)
+            set_made_id(target, id_key, made_id, shard_key=value, placement=placement, state=state)
+            return
         if current is None and state.key is not None:
             current = getattr(target, id_key)  # expired after a commit: reload it
         if state.key is not None:
@@ -193,8 +204,13 @@ def set_made_id(
     fits it by construction (the flush does not place the key again)."""
     setattr(target, key, value)
     if state is None:
-        state = inspect(target)
-    state.info.setdefault(_MADE_FOR, {})[key] = (value, shard_key, placement)
+        state = instance_state(target)
+    info = state.info
+    made = info.get(_MADE_FOR)
+    if made is None:
+        info[_MADE_FOR] = {key: (value, shard_key, placement)}
+    else:
+        made[key] = (value, shard_key, placement)
 
 
 def made_by_field(target: Any, key: str, value: Any) -> bool:
