@@ -102,6 +102,8 @@ def warn_deep_offset(statement: Any, threshold: int | None, shards: int) -> None
     if threshold is None or not isinstance(statement, Select):
         return
     offset = select_parts(statement).offset
+    if offset is None or offset <= threshold:
+        return  # the common case, before naming the statement's tables
     tables = sorted(str(getattr(f, "name", f)) for f in statement.get_final_froms())
     shape: Hashable = ("sqlalchemy", tuple(tables))
     what = ", ".join(tables) or "a statement"
