@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connections
 from django.db.models import Count, F, Q
 
 from tests.django.helpers import capture_all
@@ -108,3 +109,14 @@ def test_colocated_relations_stay_joins() -> None:
     query = CardStep.objects.filter(card__title="t", card=card)
     assert str(query.query).count("JOIN") == 1
     assert [s.label for s in query.order_by("card__title")] == ["one"]
+
+
+def test_more_keys_than_the_database_takes_is_refused_not_a_database_error() -> None:
+    limit = connections["shard_0"].features.max_query_params
+    User.objects.bulk_create([User(username=f"bulk{i}") for i in range(1000)])
+    query = Card.objects.on_all_shards()
+    if limit is not None and limit < 1000:
+        with pytest.raises(CrossDatabaseRelationError, match="1000 related rows"):
+            query.filter(created_by__username__startswith="bulk")  # the keys are read here
+    else:
+        assert list(query.filter(created_by__username__startswith="bulk")) == []

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db import models
+from django.db import connections, models
 from django.db import router as db_router
 from django.db.models import F, Q
 from django.db.models.constants import LOOKUP_SEP
@@ -181,7 +181,13 @@ def _rewrite_leaf(
         raise _refusal(model, path, relation, databases, "a filter on a many-valued relation")
     if value is None or LOOKUP_SEP + "isnull" in LOOKUP_SEP + rest:
         raise _refusal(model, path, relation, databases, "a NULL test")
-    return _matching_keys(relation, rest, value)
+    lookup, keys = _matching_keys(relation, rest, value)
+    limits = [connections[a].features.max_query_params for a in databases]
+    limit = min((n for n in limits if n), default=None)
+    if limit is not None and len(keys) > limit:
+        what = f"a filter matching {len(keys)} related rows (over the {limit} parameters)"
+        raise _refusal(model, path, relation, databases, what)
+    return lookup, keys
 
 
 def _rewrite_q(model: type[models.Model], databases: Sequence[str], q: Q, negated: bool) -> Q:
