@@ -18,7 +18,7 @@ from django.db.models import Count, F, Q
 
 from tests.django.helpers import capture_all
 from tests.django.test_cross_database_joins import board_and_card
-from tests.django.testapp.models import Card, CardStep
+from tests.django.testapp.models import Card, CardStep, Project, Task, Tenant
 from uid_fields import CrossDatabaseRelationError
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -120,3 +120,16 @@ def test_more_keys_than_the_database_takes_is_refused_not_a_database_error() -> 
             query.filter(created_by__username__startswith="bulk")  # the keys are read here
     else:
         assert list(query.filter(created_by__username__startswith="bulk")) == []
+
+
+def test_family_keys_with_constraints_stay_joins() -> None:
+    query = Task.objects.using("shard_0").filter(tenant__name="x", project__name="y")
+    assert str(query.order_by("project__name").query).count("JOIN") == 2
+    assert list(query) == []
+    bob = User.objects.create(username="bob")
+    tenant = Tenant.objects.create(name="t")
+    project = Project.objects.create(tenant=tenant, name="p")
+    task = Task.objects.create(project=project, tenant=tenant, title="x", created_by=bob)
+    Task.objects.create(project=project, tenant=tenant, title="y")  # created_by NULL
+    found = Task.objects.on_all_shards().filter(tenant__name="t", created_by__username="bob")
+    assert list(found) == [task]
