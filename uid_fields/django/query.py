@@ -271,6 +271,10 @@ class ShardedQuerySet(models.QuerySet[_M]):
         self._refuse_cross_database(field_names, "order_by()")
         return super().order_by(*field_names)
 
+    def distinct(self, *field_names: Any) -> Self:
+        self._refuse_cross_database(field_names, "distinct()")
+        return super().distinct(*field_names)
+
     def values(self, *fields: Any, **expressions: Any) -> Any:
         self._refuse_cross_database([*fields, *expressions.values()], "values()")
         return super().values(*fields, **expressions)

@@ -57,13 +57,13 @@ def _no_join_needed(relation: Any, rest: str) -> bool:
     if not relation.concrete or not (relation.many_to_one or relation.one_to_one):
         return False
     head = rest.partition(LOOKUP_SEP)[0]
-    if not head:
+    if not head or head == "pk":
         return True
     target = relation.related_model
     try:
         target._meta.get_field(head)
     except FieldDoesNotExist:
-        return head != "pk"  # a lookup (``board__isnull``, ``board__in``) on the key
+        return True  # a lookup (``board__isnull``, ``board__in``) on the key
     return head in {"pk", relation.target_field.name, relation.target_field.attname}
 
 
