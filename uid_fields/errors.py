@@ -9,6 +9,7 @@ __all__ = [
     "ClockMovedBackwardsError",
     "ConfigurationError",
     "CoordinatorUnavailableError",
+    "CrossDatabaseRelationError",
     "FanOutTimeoutError",
     "ForkedGeneratorError",
     "LayoutExhaustedError",
@@ -149,6 +150,13 @@ class UnmergeableQueryError(UidFieldsError, NotImplementedError):
     """A fanned-out query whose per-shard answers cannot be merged into the one answer a
     single database would give (GROUP BY, DISTINCT, an ordering the merge cannot repeat);
     nothing was returned."""
+
+
+class CrossDatabaseRelationError(UidFieldsError, NotImplementedError):
+    """A filter, ordering, value or annotation through a relation whose rows live on
+    another database than the query's: a JOIN there would find no table, or another
+    database's rows. Raised before any query runs; the message names the path, the
+    databases, and what to do instead (filter by the key, or read the related rows first)."""
 
 
 class FanOutTimeoutError(UidFieldsError, TimeoutError):

@@ -35,6 +35,7 @@ CONTRACT = [
     "ByUniqIdDigit",
     "ShardRoutingError",
     "UnmergeableQueryError",
+    "CrossDatabaseRelationError",
     "WrongShardError",
     "allow_off_shard_writes",
     "PublicIds",

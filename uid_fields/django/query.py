@@ -39,6 +39,7 @@ from .id_lookups import (
 from .joins import load_hops, split_select_related
 from .pages import warn_deep_offset
 from .query_writes import ShardedWritesMixin
+from .relation_filters import refuse_paths, rewrite_filter
 from .replicas import read_alias, replica_primaries
 from .routing import colocated, family_keys, parent_link, refuses_unrouted, sharded_pk
 from .transactions import sharded_atomic
@@ -246,7 +247,39 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             )
         return super().raw(raw_query, params, translations, using)
 
+    def _query_databases(self) -> tuple[str, ...]:
+        """The database(s) this query's SQL runs on (its JOINs find rows only there)."""
+        return (self._db,) if self._db is not None else self._shard_databases()
+
+    def _refuse_cross_database(self, items: Iterable[Any], what: str) -> None:
+        refuse_paths(self.model, self._query_databases(), items, what)
+
+    def order_by(self, *field_names: Any) -> Self:
+        self._refuse_cross_database(field_names, "order_by()")
+        return super().order_by(*field_names)
+
+    def distinct(self, *field_names: Any) -> Self:
+        self._refuse_cross_database(field_names, "distinct()")
+        return super().distinct(*field_names)
+
+    def values(self, *fields: Any, **expressions: Any) -> Any:
+        self._refuse_cross_database([*fields, *expressions.values()], "values()")
+        return super().values(*fields, **expressions)
+
+    def values_list(self, *fields: Any, flat: bool = False, named: bool = False) -> Any:
+        self._refuse_cross_database(fields, "values_list()")
+        return super().values_list(*fields, flat=flat, named=named)
+
+    def annotate(self, *args: Any, **kwargs: Any) -> Self:
+        self._refuse_cross_database([*args, *kwargs.values()], "annotate()")
+        return super().annotate(*args, **kwargs)
+
+    def alias(self, *args: Any, **kwargs: Any) -> Self:
+        self._refuse_cross_database([*args, *kwargs.values()], "alias()")
+        return super().alias(*args, **kwargs)
+
     def _filter_or_exclude_inplace(self, negate: bool, args: Any, kwargs: Any) -> None:
+        args, kwargs = rewrite_filter(self.model, self._query_databases(), negate, args, kwargs)
         kwargs, impossible = self._valid_id_lookups(kwargs)
         super()._filter_or_exclude_inplace(negate, args, kwargs)
         if impossible and not negate and self._db is None:
@@ -514,6 +547,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         return any(self._per_shard(lambda shard: shard.exists()))
 
     def aggregate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self._refuse_cross_database([*args, *kwargs.values()], "aggregate()")
         if not self._is_fanout():
             return super().aggregate(*args, **kwargs)
         if self.query.is_sliced:
