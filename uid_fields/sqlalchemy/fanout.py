@@ -43,6 +43,7 @@ from .compat import (
     compiled_select,
     frozen_rows,
     has_options,
+    has_statement_hooks,
     into_session,
     loaded_object,
     object_result,
@@ -601,14 +602,20 @@ def _selects_objects(statement: Any) -> bool:
 def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
     """Whether a fan-out may run on connections of its own, one per shard at once.
 
-    Only server databases (not SQLite). Only when the session's transaction holds no
-    connection to a shard: whatever it wrote or read there (a flush, ``bulk_insert``,
-    SQL on ``session.connection()``, a snapshot) is seen only through that connection.
+    Only server databases (not SQLite). Only for a session with no ``do_orm_execute``
+    hooks (they see only what the session executes). Only when the session's
+    transaction holds no connection to a shard: whatever it wrote or read there (a
+    flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot) is seen only
+    through that connection.
     Objects are loaded by a session of each call's own and the rows kept merged into
     this session (``merge_frozen_result``, no SQL), so only a statement with no loader
     options (``selectinload`` would load relations there, not here).
     """
     if session.holds_shard_connections() or session.new or session.dirty or session.deleted:
+        return False
+    if has_statement_hooks(session):
+        # The session's own hooks (``with_loader_criteria`` filters, a soft-delete rule)
+        # run only for statements it executes itself: the per-shard reads stay its own.
         return False
     if any(e.dialect.name == "sqlite" for e in session.shard_engines().values()):
         return False
