@@ -382,10 +382,16 @@ def _kept_rows(
 
         return run
 
-    answers = _at_once(plan, shards, engines, params, session.fan_out_timeout)
+    concurrency = session.fan_out_concurrency
+    answers = None
+    if (parallel.workers() if concurrency is None else concurrency) != 0:
+        answers = _at_once(plan, shards, engines, params, session.fan_out_timeout)
     if answers is None:
         answers = parallel.run_per_shard(
-            [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
+            [on(shard) for shard in shards],
+            names=shards,
+            timeout=session.fan_out_timeout,
+            concurrency=concurrency,
         )
     # Columns by position (a row looked up by Column object compares SQL expressions).
     index = {name: i for i, name in enumerate(answers[0][0])} if answers else {}
