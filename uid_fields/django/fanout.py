@@ -183,11 +183,15 @@ def _at_once(
     pool thread, as every other fan-out does."""
     if any(connections[alias].in_atomic_block for alias in aliases):
         return None
+    concurrency = conf.FAN_OUT_CONCURRENCY
+    if (parallel.workers() if concurrency is None else concurrency) == 0:
+        return None  # fan-outs run one shard after another on the calling thread
     timeout = conf.FAN_OUT_TIMEOUT
     (parts,) = parallel.run_per_shard(
         [lambda: _send_to_all(compiled, aliases, timeout)],
         names=[_ALL_SHARDS],
         timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
+        concurrency=concurrency,
         pooled=True,
     )
     return parts

@@ -43,7 +43,9 @@ FENCE_TRANSLATOR = _translate
 
 def _watch(connection: Any) -> None:
     if _translate not in connection.execute_wrappers:
-        connection.execute_wrappers.append(_translate)
+        # First, outermost: a user's ``connection.execute_wrapper()`` block that opened
+        # the connection pops the last wrapper on its way out, which must be its own.
+        connection.execute_wrappers.insert(0, _translate)
 
 
 @receiver(connection_created)

@@ -124,4 +124,6 @@ WRITE_WATCHER = _pin_on_write
 @receiver(connection_created)
 def _watch_writes(sender: Any, connection: Any, **kwargs: Any) -> None:
     if _pin_on_write not in connection.execute_wrappers:
-        connection.execute_wrappers.append(_pin_on_write)
+        # First, outermost: a user's ``connection.execute_wrapper()`` block that opened
+        # the connection pops the last wrapper on its way out, which must be its own.
+        connection.execute_wrappers.insert(0, _pin_on_write)

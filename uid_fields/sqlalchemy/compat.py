@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Select
 from sqlalchemy.engine import FrozenResult, IteratorResult, Result
 from sqlalchemy.engine.result import SimpleResultMetaData
+from sqlalchemy.ext.horizontal_shard import execute_and_instances
 from sqlalchemy.orm import Mapper, Session, make_transient_to_detached, merge_frozen_result
 from sqlalchemy.orm.attributes import instance_state, set_committed_value
 from sqlalchemy.sql.schema import Column
@@ -33,6 +34,7 @@ __all__ = [
     "frozen_rows",
     "greenlet_spawn",
     "has_options",
+    "has_statement_hooks",
     "instance_state",
     "into_session",
     "is_plain_select",
@@ -201,6 +203,13 @@ STATEMENT_EVENTS = (
     "before_cursor_execute",
     "after_cursor_execute",
 )
+
+
+def has_statement_hooks(session: Session) -> bool:
+    """Whether ``session`` has ``do_orm_execute`` listeners (a ``with_loader_criteria``
+    filter, a soft-delete rule) besides the sharded session's own routing one: they see
+    only the statements the session itself executes."""
+    return any(hook is not execute_and_instances for hook in session.dispatch.do_orm_execute)
 
 
 def observed(engine: Any, *, own: int = 0) -> bool:

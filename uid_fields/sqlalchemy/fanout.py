@@ -43,6 +43,7 @@ from .compat import (
     compiled_select,
     frozen_rows,
     has_options,
+    has_statement_hooks,
     into_session,
     loaded_object,
     object_result,
@@ -381,10 +382,16 @@ def _kept_rows(
 
         return run
 
-    answers = _at_once(plan, shards, engines, params, session.fan_out_timeout)
+    concurrency = session.fan_out_concurrency
+    answers = None
+    if (parallel.workers() if concurrency is None else concurrency) != 0:
+        answers = _at_once(plan, shards, engines, params, session.fan_out_timeout)
     if answers is None:
         answers = parallel.run_per_shard(
-            [on(shard) for shard in shards], names=shards, timeout=session.fan_out_timeout
+            [on(shard) for shard in shards],
+            names=shards,
+            timeout=session.fan_out_timeout,
+            concurrency=concurrency,
         )
     # Columns by position (a row looked up by Column object compares SQL expressions).
     index = {name: i for i, name in enumerate(answers[0][0])} if answers else {}
@@ -601,14 +608,20 @@ def _selects_objects(statement: Any) -> bool:
 def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
     """Whether a fan-out may run on connections of its own, one per shard at once.
 
-    Only server databases (not SQLite). Only when the session's transaction holds no
-    connection to a shard: whatever it wrote or read there (a flush, ``bulk_insert``,
-    SQL on ``session.connection()``, a snapshot) is seen only through that connection.
+    Only server databases (not SQLite). Only for a session with no ``do_orm_execute``
+    hooks (they see only what the session executes). Only when the session's
+    transaction holds no connection to a shard: whatever it wrote or read there (a
+    flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot) is seen only
+    through that connection.
     Objects are loaded by a session of each call's own and the rows kept merged into
     this session (``merge_frozen_result``, no SQL), so only a statement with no loader
     options (``selectinload`` would load relations there, not here).
     """
     if session.holds_shard_connections() or session.new or session.dirty or session.deleted:
+        return False
+    if has_statement_hooks(session):
+        # The session's own hooks (``with_loader_criteria`` filters, a soft-delete rule)
+        # run only for statements it executes itself: the per-shard reads stay its own.
         return False
     if any(e.dialect.name == "sqlite" for e in session.shard_engines().values()):
         return False

@@ -1,0 +1,52 @@
+"""``fan_out_concurrency`` holds for a fan-out of objects as for one of columns: with 0
+every statement runs on the calling thread, one shard after another."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+from sqlalchemy.engine import Engine
+
+from uid_fields.ops import parallel
+from uid_fields.sqlalchemy import bulk_insert, sharded_session
+
+from .models import Base, Order
+
+
+@pytest.fixture
+def pg(postgres_engines: dict[str, Engine]) -> Iterator[dict[str, Engine]]:
+    for engine in postgres_engines.values():
+        Base.metadata.drop_all(engine)
+        Base.metadata.create_all(engine)
+    parallel.shutdown()
+    with sharded_session(postgres_engines) as session:
+        bulk_insert(session, Order, [{"customer": f"c{i}"} for i in range(20)])
+        session.commit()
+    yield postgres_engines
+    parallel.shutdown()
+    for engine in postgres_engines.values():
+        Base.metadata.drop_all(engine)
+
+
+@pytest.mark.parametrize("statement", [select(Order), select(Order.id)], ids=["objects", "ids"])
+def test_a_concurrency_of_zero_runs_every_shard_on_the_calling_thread(
+    pg: dict[str, Engine], statement: Any
+) -> None:
+    threads: list[str] = []
+
+    def record(*args: Any) -> None:  # also keeps the fan-out off the one-thread send
+        threads.append(threading.current_thread().name)
+
+    for engine in pg.values():
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        with sharded_session(pg, fan_out_concurrency=0) as session:
+            assert len(session.on_all_shards(statement).all()) == 20
+    finally:
+        for engine in pg.values():
+            event.remove(engine, "before_cursor_execute", record)
+    assert threads and set(threads) == {threading.current_thread().name}

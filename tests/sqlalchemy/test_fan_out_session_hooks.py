@@ -1,0 +1,54 @@
+"""A session's ``do_orm_execute`` hooks (a ``with_loader_criteria`` filter, a soft-delete
+rule) hold for a fan-out whichever way it reads the shards: a read on connections of
+the fan-out's own would never pass through them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import ORMExecuteState, with_loader_criteria
+
+from uid_fields.ops import parallel
+from uid_fields.sqlalchemy import bulk_insert, sharded_session
+
+from .models import Base, Order
+
+
+@pytest.fixture
+def pg(postgres_engines: dict[str, Engine]) -> Iterator[dict[str, Engine]]:
+    for engine in postgres_engines.values():
+        Base.metadata.drop_all(engine)
+        Base.metadata.create_all(engine)
+    parallel.shutdown()
+    with sharded_session(postgres_engines) as session:
+        bulk_insert(session, Order, [{"customer": f"c{i % 2}"} for i in range(40)])
+        session.commit()
+    yield postgres_engines
+    parallel.shutdown()
+    for engine in postgres_engines.values():
+        Base.metadata.drop_all(engine)
+
+
+def _hide_c0(state: ORMExecuteState) -> None:
+    if state.is_select:
+        state.statement = state.statement.options(
+            with_loader_criteria(Order, Order.customer != "c0")
+        )
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [select(Order), select(Order.id, Order.customer), select(Order).execution_options(x=1)],
+    ids=["objects", "columns", "objects-with-options"],
+)
+def test_a_session_hook_filters_the_fan_out(pg: dict[str, Engine], statement: Any) -> None:
+    with sharded_session(pg) as session:
+        event.listen(session, "do_orm_execute", _hide_c0)
+        rows = session.on_all_shards(statement).all()
+    customers = {row[0].customer if len(row) == 1 else row.customer for row in rows}
+    assert customers == {"c1"}
+    assert len(rows) == 20
