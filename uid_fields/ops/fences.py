@@ -117,6 +117,13 @@ class MoveFence:
         rows = self.runner.run(self.database, [self.sql.installed_query()])
         return sorted(str(row[0]) for row in rows)
 
+    def holds(self, events: Sequence[str]) -> bool:
+        """Whether the fence's triggers for ``events`` are all in place on every table
+        (a cleanup that deletes on the strength of the switch needs inserts and updates
+        still refused)."""
+        wanted = {self.sql.trigger(table, event) for table in self.sql.tables for event in events}
+        return wanted <= set(self.installed())
+
     @property
     def closed(self) -> bool:
         """Whether every trigger of the fence is in place."""

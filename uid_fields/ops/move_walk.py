@@ -263,9 +263,7 @@ class MoveWalk:
     def _fence_held(self) -> bool:
         """Whether the fence still refuses inserts and updates on the source."""
         if self._held is None:
-            sql = self.fence.sql
-            wanted = {sql.trigger(t, e) for t in sql.tables for e in ("INSERT", "UPDATE")}
-            self._held = wanted <= set(self.fence.installed())
+            self._held = self.fence.holds(("INSERT", "UPDATE"))
         return self._held
 
     @property

@@ -526,7 +526,10 @@ class LogicalMove:
         Without a switch on record (a cleanup that finished, and forgot the move, run
         again; a lost state file), nothing proves the target got every row: the
         portable cleanup runs instead, which deletes only rows the target holds and
-        reports the others. Refused while the move still replicates.
+        reports the others. Refused while the move still replicates. The same portable
+        rule applies when the fence no longer refuses inserts and updates on the source
+        (removed by hand after the switch): a process still on the old map may have
+        written rows there that the target never saw.
         """
         if not self.move.deployed:
             raise ReplicationError(
@@ -539,6 +542,17 @@ class LogicalMove:
                     f"{self!r} has not switched and still replicates: deploy only after "
                     "--switch (now: --abort, or deploy the old map again and --switch)"
                 )
+            return self.move.cleanup(dry_run=dry_run)
+        if not self.fence.holds(("INSERT", "UPDATE")):
+            # The switch proved the target had every row while the fence held; without
+            # it, a process still on the old map may have written the range since: only
+            # the portable cleanup's rule (delete what the target holds) is safe.
+            log.warning(
+                "%r: the fence no longer refuses inserts and updates on %s: cleaning up "
+                "as the portable mover does (rows the target lacks are kept and reported)",
+                self,
+                self.source.name,
+            )
             return self.move.cleanup(dry_run=dry_run)
         reports = []
         if not dry_run:

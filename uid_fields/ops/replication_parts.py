@@ -54,6 +54,8 @@ class Fence(Protocol):
 
     def remove(self, events: Sequence[str] = ...) -> None: ...
 
+    def holds(self, events: Sequence[str]) -> bool: ...
+
 
 @dataclass(frozen=True)
 class PgDatabase:
