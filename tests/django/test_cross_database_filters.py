@@ -3,13 +3,17 @@
 Before, ``filter(board__name="x")`` on cards was a JOIN on the card's shard (another
 shard's boards, or none: silently wrong rows) and ``filter(created_by__username="bob")``
 a JOIN to a table the shard lacks ("no such table: auth_user"). Now a filter through
-such a key is rewritten into ``board__in=[ids read where the boards live]``; what cannot
-be rewritten exactly (exclude, NULL tests, order_by/values/annotate/F through it) is
-refused before running with ``CrossDatabaseRelationError``. Co-located relations stay
-JOINs.
+such a key is rewritten into ``board_id IN (ids read where the boards live)``, the ids
+read each time the query runs (a queryset built once, a view's class attribute, sees
+current rows; building it runs no query); what cannot be rewritten exactly (exclude,
+NULL tests, order_by/values/annotate/F through it) is refused before running with
+``CrossDatabaseRelationError``. Co-located relations stay JOINs.
 """
 
 from __future__ import annotations
+
+import copy
+import pickle
 
 import pytest
 from django.contrib.auth.models import User
@@ -124,12 +128,12 @@ def test_colocated_relations_stay_joins() -> None:
 def test_more_keys_than_the_database_takes_is_refused_not_a_database_error() -> None:
     limit = connections["shard_0"].features.max_query_params
     User.objects.bulk_create([User(username=f"bulk{i}") for i in range(1000)])
-    query = Card.objects.on_all_shards()
+    query = Card.objects.on_all_shards().filter(created_by__username__startswith="bulk")
     if limit is not None and limit < 1000:
         with pytest.raises(CrossDatabaseRelationError, match="1000 related rows"):
-            query.filter(created_by__username__startswith="bulk")  # the keys are read here
+            list(query)  # the keys are read when the query runs
     else:
-        assert list(query.filter(created_by__username__startswith="bulk")) == []
+        assert list(query) == []
 
 
 def test_family_keys_with_constraints_stay_joins() -> None:
@@ -143,3 +147,51 @@ def test_family_keys_with_constraints_stay_joins() -> None:
     Task.objects.create(project=project, tenant=tenant, title="y")  # created_by NULL
     found = Task.objects.on_all_shards().filter(tenant__name="t", created_by__username="bob")
     assert list(found) == [task]
+
+
+def test_building_a_filter_through_another_database_runs_no_query() -> None:
+    board_and_card()
+    with capture_all() as log:
+        Card.objects.on_all_shards().filter(board__name="b")
+        Card.objects.on_all_shards().filter(Q(created_by__username="bob") | Q(title="t"))
+        Card.objects.using("shard_0").filter(board__owner__username="bob")
+        Card.objects.on_all_shards().filter(cover__color="red")
+    assert log.count() == 0, {a: log.sql(a) for a in log.aliases()}
+
+
+def test_a_query_built_once_reads_the_related_keys_each_time_it_runs() -> None:
+    board, card = board_and_card()
+    alias = Card._meta.pk.placement.database_of(card.pk)
+    # built once, as a view's class attribute or a module-level queryset is
+    fanned = Card.objects.on_all_shards().filter(board__name="later")
+    one_shard = Card.objects.using(alias).filter(board__name="later")
+    either = Card.objects.on_all_shards().filter(Q(board__name="later") | Q(title="none"))
+    by_user = Card.objects.on_all_shards().filter(created_by__username="carol")
+    for query in (fanned, one_shard, either):
+        assert list(query.all()) == [] and query.count() == 0 and not query.exists()
+    board.name = "later"
+    board.save()
+    for query in (fanned, one_shard, either):
+        assert list(query.all()) == [card]
+        assert query.count() == 1 and query.exists()
+        assert list(query.all().iterator()) == [card]
+        assert list(query.all()[:1]) == [card]
+        assert list(copy.deepcopy(query)) == [card]
+    carol = User.objects.create(username="carol")
+    assert list(by_user.all()) == []
+    _, hers = board_and_card(created_by=carol)
+    assert list(by_user.all()) == [hers] and by_user.count() == 1
+    board.name = "renamed"
+    board.save()
+    assert list(fanned.all()) == [] and fanned.count() == 0
+    assert list(one_shard.all()) == [] and list(either.all()) == []
+
+
+def test_a_pickled_query_reads_the_keys_when_it_runs() -> None:
+    board, card = board_and_card()
+    built = Card.objects.on_all_shards().filter(board__name="later")
+    restored = Card.objects.on_all_shards()
+    restored.query = pickle.loads(pickle.dumps(built.query))
+    board.name = "later"
+    board.save()
+    assert list(restored) == [card]

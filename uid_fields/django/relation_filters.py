@@ -7,10 +7,14 @@ other rows (silently wrong answers). The rule of which relations stay a join is
 ``joins.stays_joined`` (the one ``select_related`` uses); for every other relation:
 
 - a ``filter()`` lookup whose first hop is a single-valued relation (a forward key, a
-  reverse one-to-one) is rewritten into a lookup on the key itself: the related rows'
-  keys are read from the database(s) they live on, then ``board__in=[...]``. A key
-  IN a list never matches NULL, as the INNER JOIN never does, and a dangling soft key
-  matches nothing either way, so the answer is exactly the join's;
+  reverse one-to-one) is rewritten into ``RelatedKeysIn``, a condition on the key
+  itself: each time the query is compiled to run, the related rows' keys are read from
+  the database(s) they live on and the condition becomes ``key IN (...)``. Reading
+  them when ``filter()`` is called would freeze them into a queryset built once and
+  run many times (a view's class attribute, ``limit_choices_to``): stale keys, wrong
+  rows, and queries at import. A key IN a list never matches NULL, as the INNER JOIN
+  never does, and a dangling soft key matches nothing either way, so the answer is
+  exactly the join's;
 - what cannot be rewritten exactly is refused before any query runs with
   ``CrossDatabaseRelationError``: ``exclude()`` and negated ``Q`` (Django's NULL rules
   under negation), lookups that test NULL through the relation (a LEFT JOIN's answer),
@@ -23,16 +27,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db import connections, models
+from django.db import models
 from django.db import router as db_router
 from django.db.models import F, Q
 from django.db.models.constants import LOOKUP_SEP
+from django.db.models.lookups import In, Lookup
 
 from ..errors import CrossDatabaseRelationError
 from .joins import stays_joined
 from .routing import parent_link, sharded_pk
 
-__all__ = ["refuse_paths", "rewrite_filter"]
+__all__ = ["RelatedKeysIn", "refuse_paths", "rewrite_filter"]
 
 
 def _first_hop(model: type[models.Model], path: str) -> tuple[Any, str]:
@@ -141,14 +146,19 @@ def refuse_paths(
                 raise _refusal(model, path, crossing[0], databases, what)
 
 
-def _matching_keys(relation: Any, rest: str, value: Any) -> tuple[str, list[Any]]:
-    """(the lookup on the query's own model, the key values) that match exactly the rows
-    whose related row satisfies ``rest=value``, read where the related rows live."""
-    target = relation.related_model
+def _key_names(relation: Any) -> tuple[str, str]:
+    """(our column holding the key, the related model's field it matches)."""
     if relation.concrete:
-        own, theirs = relation.attname, relation.target_field.attname
-    else:  # a reverse one-to-one: the target's key holds our value
-        own, theirs = relation.field.target_field.attname, relation.field.attname
+        return relation.attname, relation.target_field.attname
+    # a reverse one-to-one: the target's key holds our value
+    return relation.field.target_field.attname, relation.field.attname
+
+
+def _matching_keys(relation: Any, rest: str, value: Any) -> list[Any]:
+    """The key values that match exactly the rows whose related row satisfies
+    ``rest=value``, read now, where the related rows live."""
+    target = relation.related_model
+    theirs = _key_names(relation)[1]
     found: dict[Any, None] = {}
     for alias in _databases_of(target):
         # deeper hops are judged again from the related model, on its database
@@ -157,7 +167,43 @@ def _matching_keys(relation: Any, rest: str, value: Any) -> tuple[str, list[Any]
         for key in rows.values_list(theirs, flat=True):
             if key is not None:
                 found[key] = None
-    return f"{own}__in", list(found)
+    return list(found)
+
+
+class RelatedKeysIn(Lookup):
+    """``<our key> IN (the keys of the related rows matching rest=value)``, the keys read
+    from the related rows' database(s) when the query is compiled, never before.
+
+    A conditional expression Django accepts in ``filter()`` and in ``Q``; a ``Lookup``
+    so that it is the WHERE condition itself (another conditional expression is compared
+    with TRUE, which MySQL cannot answer from an index). A fan-out compiles the query
+    once per shard, so the keys are read once per shard the query runs on: each read is
+    the answer at that moment, and nothing is cached on the expression, which every
+    clone of a queryset built once shares."""
+
+    prepare_rhs = False
+
+    def __init__(self, model: type[models.Model], path: str, value: Any) -> None:
+        relation, rest = _first_hop(model, path)
+        self.model = model
+        self.path = path
+        self.value = value
+        self.rest = rest
+        self.relation_name = relation.name
+        # the rhs is what the lookup is about, not SQL: it names it in repr() and equality
+        super().__init__(F(_key_names(relation)[0]), (path, value))
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
+        relation = self.model._meta.get_field(self.relation_name)
+        keys = _matching_keys(relation, self.rest, self.value)
+        limit = connection.features.max_query_params
+        if limit is not None and len(keys) > limit:
+            what = f"a filter matching {len(keys)} related rows (over the {limit} parameters)"
+            raise _refusal(self.model, self.path, relation, (connection.alias,), what)
+        # no keys: ``In`` raises EmptyResultSet, which Django's WHERE handles as ``IN ()``
+        # (nothing under AND, a dropped branch under OR), exactly the eager rewrite's answer
+        sql, params = compiler.compile(In(self.lhs, keys))
+        return sql, tuple(params)
 
 
 def _rewrite_leaf(
@@ -166,7 +212,7 @@ def _rewrite_leaf(
     path: str,
     value: Any,
     negated: bool,
-) -> tuple[str, Any]:
+) -> tuple[str, Any] | RelatedKeysIn:
     for name in _names_in(value) if not isinstance(value, str) else ():
         crossing = _crossing(model, name, databases)
         if crossing is not None:
@@ -181,13 +227,11 @@ def _rewrite_leaf(
         raise _refusal(model, path, relation, databases, "a filter on a many-valued relation")
     if value is None or LOOKUP_SEP + "isnull" in LOOKUP_SEP + rest:
         raise _refusal(model, path, relation, databases, "a NULL test")
-    lookup, keys = _matching_keys(relation, rest, value)
-    limits = [connections[a].features.max_query_params for a in databases]
-    limit = min((n for n in limits if n), default=None)
-    if limit is not None and len(keys) > limit:
-        what = f"a filter matching {len(keys)} related rows (over the {limit} parameters)"
-        raise _refusal(model, path, relation, databases, what)
-    return lookup, keys
+    target = relation.related_model
+    for alias in _databases_of(target):
+        # what a deeper hop can never answer is refused now; this reads nothing
+        rewrite_filter(target, (alias,), False, (), {rest: value})
+    return RelatedKeysIn(model, path, value)
 
 
 def _rewrite_q(model: type[models.Model], databases: Sequence[str], q: Q, negated: bool) -> Q:
@@ -221,11 +265,11 @@ def rewrite_filter(
         if not isinstance(arg, Q):
             refuse_paths(model, databases, [arg], "an expression in a filter")
     new_kwargs: dict[str, Any] = {}
-    extra: list[Q] = []
+    extra: list[Any] = []
     for path, value in kwargs.items():
-        lookup, found = _rewrite_leaf(model, databases, path, value, negate)
-        if lookup in new_kwargs or (lookup in kwargs and lookup != path):
-            extra.append(Q(**{lookup: found}))  # two rewritten lookups on one key: AND
+        rewritten = _rewrite_leaf(model, databases, path, value, negate)
+        if isinstance(rewritten, RelatedKeysIn):
+            extra.append(rewritten)  # ANDed with the rest, as every filter() argument is
         else:
-            new_kwargs[lookup] = found
+            new_kwargs[rewritten[0]] = rewritten[1]
     return new_args + tuple(extra), new_kwargs
