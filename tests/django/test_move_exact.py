@@ -74,6 +74,8 @@ class Ledger(threading.Thread):
         self.rounds = self.fenced = self.deletes = 0
         self.error: BaseException | None = None
         self.random = random.Random(28)
+        self.born: dict[tuple[type[models.Model], Any], int] = {}  # inserted at round n
+        self.deleted: list[tuple[str, tuple[type[models.Model], Any]]] = []  # (database, row)
 
     def live(self) -> list[tuple[type[models.Model], Any]]:
         return [key for key, value in self.rows.items() if value is not None]
@@ -88,6 +90,7 @@ class Ledger(threading.Thread):
                 else Snap.objects.create(label=f"i{n}")
             )
             self.rows[type(made), made.pk] = content(made)
+            self.born[type(made), made.pk] = n
             return
         model, pk = pick.choice(self.live())
         if kind == "update":
@@ -97,8 +100,10 @@ class Ledger(threading.Thread):
             self.rows[model, pk] = content(model.objects.get(pk=pk))
         else:
             row = model.objects.get(pk=pk)
+            database = row._state.db
             row.delete()
             self.rows[model, pk] = None
+            self.deleted.append((str(database), (model, pk)))
             self.deletes += 1
 
     def run(self) -> None:
@@ -113,6 +118,14 @@ class Ledger(threading.Thread):
             self.error = exc
         finally:
             connections.close_all()
+
+    def deleted_on(self, database: str, born_before: int) -> bool:
+        """Whether a row that existed before round ``born_before`` was deleted on
+        ``database`` (the writes are random: the test waits for one, by count)."""
+        return any(
+            alias == database and self.born.get(key, -1) < born_before
+            for alias, key in list(self.deleted)
+        )
 
     def wait(self, rounds: int) -> None:
         start = self.rounds
@@ -134,9 +147,12 @@ def test_deletes_after_the_switch_stay_deleted_and_every_row_is_as_last_written(
         assert "switched:" in switched
         ledger.wait(20)  # fenced: the moving range's writes are refused
         with deployed():  # the new map; writes go on, to the new owner
-            deletes = ledger.deletes
-            ledger.wait(60)
-            assert ledger.deletes > deletes
+            deployed_at = ledger.rounds
+            for _ in range(100):  # until a row of the range is deleted on the new owner
+                ledger.wait(20)
+                if ledger.deleted_on(TARGET, deployed_at):
+                    break
+            assert ledger.deleted_on(TARGET, deployed_at), "no delete on the new owner"
             second = move("--state", state, "--batch-size", "9")  # the documented run
             assert "deleted there since the switch" in second
             assert " inserted" not in second and "NOT on the target" not in second

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError
 
@@ -58,6 +58,16 @@ class Ledger(threading.Thread):
         self.rounds = self.fenced = self.deletes = 0
         self.error: BaseException | None = None
         self.random = random.Random(28)
+        self.born: dict[tuple[str, Any], int] = {}  # inserted at round n
+        self.deleted: list[tuple[str, tuple[str, Any]]] = []  # (shard, row)
+
+    def deleted_on(self, shard: str, born_before: int) -> bool:
+        """Whether a row that existed before round ``born_before`` was deleted on
+        ``shard`` (the writes are random: the test waits for one, by count)."""
+        return any(
+            where == shard and self.born.get(key, -1) < born_before
+            for where, key in list(self.deleted)
+        )
 
     def deploy(self) -> None:
         self.day = (New, dict(self.every))
@@ -83,6 +93,7 @@ class Ledger(threading.Thread):
                 session.commit()
                 key = (made.__tablename__, made.id)
                 self.rows[key] = self.read(session, models, *key)
+                self.born[key] = n
                 self.mine.add(key)  # a photo of its own has no comments: deletable
                 return
             table, pk = pick.choice(live)
@@ -97,9 +108,11 @@ class Ledger(threading.Thread):
                 session.commit()
                 self.rows[table, pk] = self.read(session, models, table, pk)
             else:
+                shard = str(inspect(row).identity_token)
                 session.delete(row)
                 session.commit()
                 self.rows[table, pk] = None
+                self.deleted.append((shard, (table, pk)))
                 self.deletes += 1
 
     def read(self, session: Any, models: Any, table: str, pk: Any) -> tuple[Any, ...]:
@@ -207,10 +220,13 @@ def test_every_row_is_as_last_written_after_a_move_with_deletes_after_the_switch
     _copied, checked = old_move(engines, state).switch()
     assert all(check.ok for check in checked)
     ledger.wait(20)
+    deployed_at = ledger.rounds
     ledger.deploy()
-    deletes = ledger.deletes
-    ledger.wait(60)
-    assert ledger.deletes > deletes, ledger.error
+    for _ in range(100):  # until a row of the range is deleted on the new owner
+        ledger.wait(20)
+        if ledger.deleted_on("shard_2", deployed_at):
+            break
+    assert ledger.deleted_on("shard_2", deployed_at), ledger.error
     second = new_move(engines, state)
     assert second.copy() == []
     reports = second.verify()
@@ -235,7 +251,7 @@ def test_every_row_is_as_last_written_after_a_move_with_deletes_after_the_switch
 CHILD = """
 import sys, time
 from pathlib import Path
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, inspect
 from tests.sqlalchemy.test_move_exact import new_move, old_move
 from uid_fields.sqlalchemy.moves import TableRows
 folder, state, step = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
