@@ -627,7 +627,8 @@ def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], 
     import random
 
     import sqlalchemy as sa
-    from sqlalchemy.orm import DeclarativeBase, mapped_column
+    from sqlalchemy.ext.horizontal_shard import ShardedSession
+    from sqlalchemy.orm import DeclarativeBase, Session, mapped_column
 
     from uid_fields.sqlalchemy import SnowflakeField, sharded_session
 
@@ -684,6 +685,29 @@ def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], 
             few = sample[:60]
             run(routed)  # warm every connection, the pool's too
             run(fan_out)
+
+            # SQLAlchemy's own horizontal sharding session, the peer: same engines, the
+            # simplest choosers.
+            plain_sharding: dict[str, Any] = {
+                "shards": engines,
+                "shard_chooser": lambda *args, **kwargs: "shard_0",
+                "identity_chooser": lambda *args, **kwargs: ["shard_0"],
+                "execute_chooser": lambda *args, **kwargs: ["shard_0"],
+            }
+
+            def construct(make: Callable[[], Any]) -> Callable[[], float]:
+                # A session per request: what building one costs, closed unused.
+                def measure() -> float:
+                    times = []
+                    for _ in range(gets):
+                        start = time.perf_counter()
+                        made = make()
+                        times.append(time.perf_counter() - start)
+                        made.close()
+                    return median(times)
+
+                return measure
+
             samples = alternate(
                 [
                     ("routed", lambda: run(routed)),
@@ -691,6 +715,9 @@ def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], 
                     ("fan-out, sequential", lambda: run(sequential(fan_out))),
                     ("delayed", lambda: run(delayed, few)),
                     ("delayed, sequential", lambda: run(sequential(delayed), few)),
+                    ("new sharded_session()", construct(lambda: sharded_session(engines))),
+                    ("new Session()", construct(lambda: Session(engines["shard_0"]))),
+                    ("new ShardedSession()", construct(lambda: ShardedSession(**plain_sharding))),
                 ],
                 3,
             )
@@ -706,6 +733,9 @@ def run_sqla_routing(rows: int = 4000, gets: int = 300) -> tuple[list[Section], 
         ("fan-out, sequential", "the same, one shard after another"),
         ("delayed", "fan-out with 2 ms per query, in parallel"),
         ("delayed, sequential", "fan-out with 2 ms per query, one shard after another"),
+        ("new sharded_session()", "building sharded_session(engines) (8 shards), closed unused"),
+        ("new Session()", "building a plain Session(engine), closed unused"),
+        ("new ShardedSession()", "building SQLAlchemy's ShardedSession(shards=engines, ...)"),
     ]
     section = Section(
         "sqla_routing",

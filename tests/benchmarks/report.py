@@ -69,6 +69,12 @@ CAUSES = {
         "it (Django's post_init, SQLAlchemy's attribute event), the id column the plain "
         "model does not send, and, over 4 shards, one INSERT and one COMMIT per shard."
     ),
+    "session_construction": (
+        "a sharded session is SQLAlchemy's ShardedSession, whose constructor registers a "
+        "do_orm_execute listener on each instance (about 3x a plain Session() by itself, "
+        "the ShardedSession row); uid_fields adds its settings' checks and, once per set "
+        "of engines, its write guard; its own hooks are registered once per class"
+    ),
     "fan_out_delayed": (
         "each shard's query still costs about 0.5 ms of Python (compiling, binding, "
         "building rows) that the GIL runs one at a time on 2 cores; the 2 ms waits "
@@ -261,6 +267,17 @@ def targets(data: dict[str, Any]) -> Section:
             speedup >= 4,
             CAUSES["fan_out_delayed"],
         )
+        if "new Session()" in sqla:
+            ratio = sqla["new sharded_session()"] / sqla["new Session()"]
+            peer = sqla["new sharded_session()"] / sqla["new ShardedSession()"]
+            add(
+                "building sharded_session() <= 2x a plain Session()",
+                f"{ratio:.2f}x ({sqla['new sharded_session()'] * 1e6:.1f} vs "
+                f"{sqla['new Session()'] * 1e6:.1f} us; {peer:.2f}x SQLAlchemy's "
+                "ShardedSession)",
+                ratio <= 2,
+                CAUSES["session_construction"],
+            )
     page = data.get("fan_out_page") or {}
     for orm, label in (("django", "Django"), ("sqlalchemy", "SQLAlchemy")):
         times = page.get(orm)

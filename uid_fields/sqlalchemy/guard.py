@@ -67,7 +67,19 @@ def check_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = 
     ``engines`` maps shard names to engines as a sharded session does (the same names,
     the same optional ``shard_map``). Calling it again for an engine replaces its shard.
     """
-    router = Router(list(engines), shard_map)
+    names = list(engines)
+    known = [_guards.get(engine) for engine in engines.values()]
+    first = known[0] if known else None
+    if first is not None and all(
+        guard is not None
+        and guard.router is first.router
+        and guard.shard == name
+        and first.router.shard_names == names
+        and first.router.shard_map is shard_map
+        for guard, name in zip(known, names, strict=True)
+    ):
+        return  # guarded so already: a session per request builds no router again
+    router = Router(names, shard_map)
     for name, engine in engines.items():
         if engine not in _guards:
             event.listen(engine, "before_cursor_execute", _check)
