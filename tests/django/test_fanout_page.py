@@ -19,7 +19,14 @@ from django.db.models import F, Value
 from django.db.models.signals import post_init
 
 from tests.django.testapp.models import Ranked
+from uid_fields.django import compat
 from uid_fields.ops import parallel
+
+#: Django 6.1's ModelIterable has fetch modes, which CompiledSelect does not repeat yet:
+#: there a page is built by Django's iterable on each shard (docs/routing.md says so).
+built_once = pytest.mark.skipif(
+    not compat.PAGES_BUILT_ONCE, reason="Django 6.1: pages are built per shard by Django"
+)
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -45,6 +52,7 @@ def ranked() -> list[Ranked]:
     return made
 
 
+@built_once
 def test_a_page_builds_only_the_rows_it_returns(ranked: list[Ranked], built: list[Any]) -> None:
     page = list(Ranked.objects.on_all_shards().order_by("-pk")[2:7])
     assert [r.pk for r in page] == sorted((r.pk for r in ranked), reverse=True)[2:7]
@@ -70,6 +78,7 @@ def test_annotations_nulls_and_deferred_fields_keep_their_values(ranked: list[Ra
     assert [r.pk for r in unordered_field] == [r.pk for r in deferred]
 
 
+@built_once
 @pytest.mark.django_db(databases="__all__", transaction=True)
 def test_a_postgresql_page_reads_every_shard_from_one_thread(ranked: list[Ranked]) -> None:
     """The SQL goes to every shard before any answer is read (libpq, no thread per

@@ -39,6 +39,7 @@ from django.db.models.query import (
 )
 
 __all__ = [
+    "PAGES_BUILT_ONCE",
     "PRIVATE_COLLECTOR_API",
     "PRIVATE_QUERYSET_API",
     "PRIVATE_QUERY_API",
@@ -248,6 +249,11 @@ def assign_generic_target(field: Any, instance: models.Model, value: Any) -> Non
 #: Whether ``ModelIterable`` builds rows as ``CompiledSelect.models`` repeats (Django
 #: 5.2 and 6.0: related populators of (klass_info, select, db), no fetch mode).
 _PLAIN_POPULATORS = len(inspect.signature(get_related_populators).parameters) == 3
+
+#: Whether a fan-out page is compiled once and builds only the rows it returns
+#: (``CompiledSelect``); on Django 6.1 (fetch modes) each shard's rows are built by
+#: Django's own ``ModelIterable``, as before.
+PAGES_BUILT_ONCE = _PLAIN_POPULATORS
 
 
 class CompiledSelect:
