@@ -83,7 +83,8 @@ SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_async_fan_
 	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py \
 	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py \
 	tests/core/test_pg_extension.py \
-	tests/sqlalchemy/test_fan_out_faults.py \
+	tests/sqlalchemy/test_fan_out_faults.py tests/sqlalchemy/test_fan_out_connections.py \
+	tests/sqlalchemy/test_fan_out_objects_bound.py tests/sqlalchemy/test_fan_out_session_hooks.py \
 	tests/sqlalchemy/test_flask.py
 $(SQLA)/.installed: pyproject.toml
 	@test -x $(SQLA)/bin/python || $(PYTHON) -m venv $(SQLA)
