@@ -65,7 +65,7 @@ def _term(model: type[models.Model], item: Any) -> OrderTerm:
     expression = item
     if isinstance(item, OrderBy):
         descending = item.descending
-        nulls = "first" if item.nulls_first else "last" if item.nulls_last else None
+        nulls = merge.explicit_nulls(bool(item.nulls_first), bool(item.nulls_last))
         expression = item.expression
     if isinstance(expression, F):
         name = expression.name

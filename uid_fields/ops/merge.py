@@ -70,6 +70,14 @@ class SortKey:
 TextRanker = Callable[[SortKey, list[str]], Mapping[str, int]]
 
 
+def explicit_nulls(first: bool, last: bool) -> NullsOrder | None:
+    """The NULLS position an ordering names (``nulls_first``/``nulls_last`` in either
+    ORM), or None for the backend's own rule; naming both is a contradiction."""
+    if first and last:
+        raise UnmergeableQueryError("an ordering cannot put NULLs both first and last")
+    return "first" if first else "last" if last else None
+
+
 def reversed_nulls(nulls: NullsOrder | None) -> NullsOrder | None:
     """An explicit NULLS FIRST/LAST under a reversed ordering (``reverse()``, ``last()``):
     it swaps, as a database reverses it; the backend's own rule needs no change."""

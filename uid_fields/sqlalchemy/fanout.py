@@ -170,17 +170,16 @@ def _entity_ids(statement: Select[Any]) -> list[ColumnElement[Any]]:
     )
 
 
-_NULLS: dict[Any, merging.NullsOrder] = {
-    operators.nulls_first_op: "first",
-    operators.nulls_last_op: "last",
-}
-
-
 def _sort_key(statement: Select[Any], clause: Any) -> tuple[merging.SortKey, Any]:
     descending = False
     nulls: merging.NullsOrder | None = None
-    if isinstance(clause, UnaryExpression) and clause.modifier in _NULLS:
-        nulls = _NULLS[clause.modifier]
+    if isinstance(clause, UnaryExpression) and clause.modifier in (
+        operators.nulls_first_op,
+        operators.nulls_last_op,
+    ):
+        nulls = merging.explicit_nulls(
+            clause.modifier is operators.nulls_first_op, clause.modifier is operators.nulls_last_op
+        )
         clause = clause.element
     element = clause
     if isinstance(clause, UnaryExpression) and clause.modifier in (
