@@ -32,7 +32,7 @@
  *
  * Versions. UID_FIELDS_VERSION is the extension's version (uid_fields.control's
  * default_version, the Python package's uid_fields.sql.pg_extension.EXTENSION_VERSION):
- * the library reports it as the read-only setting uid_fields.library_version and as
+ * the library reports it as the read-only setting uid_fields.loaded_version and as
  * uid_fields.version(), and the Python side refuses to install functions against a
  * library or an extension of another version. Built and tested on PostgreSQL 15; the
  * APIs that appeared later than 13 are used under PG_VERSION_NUM guards.
@@ -99,7 +99,7 @@ typedef struct CachedState
 
 static int	max_states = 1024;
 static int	clock_offset_ms = 0;
-static char *library_version = NULL;
+static char *loaded_version = NULL;
 
 static HTAB *states = NULL;
 static LWLock *states_lock = NULL;
@@ -167,9 +167,9 @@ _PG_init(void)
 							"Added to the clock next_id() reads (to test clock faults).",
 							NULL, &clock_offset_ms, 0, INT_MIN, INT_MAX, PGC_SUSET,
 							GUC_UNIT_MS, NULL, NULL, NULL);
-	DefineCustomStringVariable("uid_fields.library_version",
+	DefineCustomStringVariable("uid_fields.loaded_version",
 							   "The version of the loaded uid_fields library.",
-							   NULL, &library_version, UID_FIELDS_VERSION, PGC_INTERNAL,
+							   NULL, &loaded_version, UID_FIELDS_VERSION, PGC_INTERNAL,
 							   GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
 							   NULL, NULL, NULL);
 #if PG_VERSION_NUM >= 150000

@@ -6,7 +6,7 @@ CREATE EXTENSION uid_fields;
 
 -- The version, as the library and the SQL report it.
 SELECT extversion = uid_fields.version() AS same_version,
-       current_setting('uid_fields.library_version') = extversion AS setting_agrees
+       current_setting('uid_fields.loaded_version') = extversion AS setting_agrees
   FROM pg_extension WHERE extname = 'uid_fields';
 
 CREATE SEQUENCE ids_state AS bigint MINVALUE 0 START 0;

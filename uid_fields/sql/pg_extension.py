@@ -86,7 +86,7 @@ def problem_query() -> str:
         f"WHEN found.extension IS NULL THEN 'uid_fields: ' || {_literal(missing)} "
         f"WHEN found.extension <> '{v}' THEN 'uid_fields: ' || {_literal(other_sql)} "
         "END FROM (SELECT "
-        f"current_setting('{EXTENSION}.library_version', true) AS library, "
+        f"current_setting('{EXTENSION}.loaded_version', true) AS library, "
         f"(SELECT extversion FROM pg_extension WHERE extname = '{EXTENSION}') AS extension"
         ") AS found"
     )
