@@ -15,8 +15,10 @@ from sqlalchemy import create_engine, event, make_url, text
 from sqlalchemy.engine import Engine
 
 from tests.services import MYSQL_URL, POSTGRES_URL, database_name, unavailable
+from uid_fields.ops import parallel
+from uid_fields.sqlalchemy import bulk_insert, sharded_session
 
-from .models import Base
+from .models import Base, Order
 
 SHARDS = [f"shard_{i}" for i in range(4)]
 DATABASES = [database_name("uidf_sa", i) for i in range(4)]
@@ -67,6 +69,27 @@ def postgres_engines(postgres_databases: list[str]) -> Iterator[dict[str, Engine
     yield engines
     for engine in engines.values():
         engine.dispose()
+
+
+@contextmanager
+def postgres_orders(
+    engines: dict[str, Engine], customers: list[str]
+) -> Iterator[dict[str, Engine]]:
+    """The shards' tables made anew with one order per customer name, the fan-out pool
+    started afresh; dropped again after (for the PostgreSQL-only fan-out tests)."""
+    for engine in engines.values():
+        Base.metadata.drop_all(engine)
+        Base.metadata.create_all(engine)
+    parallel.shutdown()
+    with sharded_session(engines) as session:
+        bulk_insert(session, Order, [{"customer": name} for name in customers])
+        session.commit()
+    try:
+        yield engines
+    finally:
+        parallel.shutdown()
+        for engine in engines.values():
+            Base.metadata.drop_all(engine)
 
 
 @pytest.fixture(scope="session")

@@ -13,28 +13,18 @@ from sqlalchemy.engine import Engine
 
 from tests import services
 from uid_fields.errors import FanOutTimeoutError
-from uid_fields.ops import parallel
-from uid_fields.sqlalchemy import bulk_insert, sharded_session
+from uid_fields.sqlalchemy import sharded_session
 
-from .conftest import DATABASES
-from .models import Base, Order
+from .conftest import DATABASES, postgres_orders
+from .models import Order
 
 SLEEP_S = 0.3
 
 
 @pytest.fixture
 def pg(postgres_engines: dict[str, Engine]) -> Iterator[dict[str, Engine]]:
-    for engine in postgres_engines.values():
-        Base.metadata.drop_all(engine)
-        Base.metadata.create_all(engine)
-    parallel.shutdown()
-    with sharded_session(postgres_engines) as session:
-        bulk_insert(session, Order, [{"customer": f"c{i}"} for i in range(40)])
-        session.commit()
-    yield postgres_engines
-    parallel.shutdown()
-    for engine in postgres_engines.values():
-        Base.metadata.drop_all(engine)
+    with postgres_orders(postgres_engines, [f"c{i}" for i in range(40)]) as engines:
+        yield engines
 
 
 def _sleeping(seconds: float) -> object:

@@ -11,25 +11,16 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.engine import Engine
 
-from uid_fields.ops import parallel
-from uid_fields.sqlalchemy import bulk_insert, sharded_session
+from uid_fields.sqlalchemy import sharded_session
 
-from .models import Base, Order
+from .conftest import postgres_orders
+from .models import Order
 
 
 @pytest.fixture
 def pg(postgres_engines: dict[str, Engine]) -> Iterator[dict[str, Engine]]:
-    for engine in postgres_engines.values():
-        Base.metadata.drop_all(engine)
-        Base.metadata.create_all(engine)
-    parallel.shutdown()
-    with sharded_session(postgres_engines) as session:
-        bulk_insert(session, Order, [{"customer": f"c{i}"} for i in range(20)])
-        session.commit()
-    yield postgres_engines
-    parallel.shutdown()
-    for engine in postgres_engines.values():
-        Base.metadata.drop_all(engine)
+    with postgres_orders(postgres_engines, [f"c{i}" for i in range(20)]) as engines:
+        yield engines
 
 
 @pytest.mark.parametrize("statement", [select(Order), select(Order.id)], ids=["objects", "ids"])
