@@ -160,7 +160,7 @@ def plan(statement: Statement) -> Plan:
             "shard's rows; run it per shard (with the shard's alias) or read the rows and "
             "combine them yourself"
         )
-    if statement.limit is not None and statement.limit < 0 or statement.offset < 0:
+    if (statement.limit is not None and statement.limit < 0) or statement.offset < 0:
         raise UnmergeableQueryError("a negative LIMIT or OFFSET")
     outputs = statement.outputs
     visible = tuple(i for i, o in enumerate(outputs) if not o.hidden)
