@@ -173,11 +173,10 @@ def plan(statement: Statement) -> Plan:
         if statement.having is not None:
             raise UnmergeableQueryError("HAVING without GROUP BY or an aggregate")
         limit = None if statement.limit is None else statement.offset + statement.limit
-        columns = tuple(ShardColumn(i, "value") for i in range(len(outputs)))
         return Plan(
             statement,
             "rows",
-            columns,
+            tuple(ShardColumn(i, "value") for i in range(len(outputs))),
             distinct=statement.distinct,
             limit=limit,
             window=window,
@@ -202,7 +201,7 @@ def plan(statement: Statement) -> Plan:
             columns += [ShardColumn(i, "sum"), ShardColumn(i, "count")]
         else:
             role = "bool_and" if output.aggregate == "every" else output.aggregate
-            columns.append(ShardColumn(i, role))  # type: ignore[arg-type]
+            columns.append(ShardColumn(i, role))  # type: ignore[arg-type]  # checked above
     subgrouped = any(c.role == "argument" for c in columns)
     if not grouped and not subgrouped:
         return Plan(statement, "aggregate", tuple(columns), window=window, visible=visible)

@@ -14,7 +14,7 @@ hooks that run for every object built).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Select
@@ -23,6 +23,7 @@ from sqlalchemy.engine.result import SimpleResultMetaData
 from sqlalchemy.ext.horizontal_shard import execute_and_instances
 from sqlalchemy.orm import Mapper, Session, make_transient_to_detached, merge_frozen_result
 from sqlalchemy.orm.attributes import instance_state, set_committed_value
+from sqlalchemy.sql.elements import _label_reference, _textual_label_reference
 from sqlalchemy.sql.schema import Column
 from sqlalchemy.util import await_only, greenlet_spawn
 
@@ -38,14 +39,18 @@ __all__ = [
     "instance_state",
     "into_session",
     "is_plain_select",
+    "label_reference",
     "loaded_object",
     "object_result",
     "observed",
     "plain_columns",
+    "result_keys",
     "result_of",
+    "rows_result",
     "select_parts",
     "stream_rows",
     "streamed_result",
+    "without_having",
 ]
 
 
@@ -59,9 +64,19 @@ class SelectParts:
     limit: int | None
     offset: int | None
     has_window: bool  # a LIMIT or OFFSET clause, literal or bound
+    having: list[Any] = field(default_factory=list)
+    for_update: bool = False
+    distinct_on: bool = False
+    fetch: dict[str, Any] | None = None  # FETCH FIRST's options (with_ties, percent)
+    ctes: bool = False  # a WITH clause of its own
+    prefixes: bool = False  # SELECT prefixes (``SQL_CALC_FOUND_ROWS``, hints)
+    correlate: tuple[Any, ...] | None = None  # explicit correlate(); None: automatic
+    auto_correlate: bool = True
+    loader_options: tuple[Any, ...] = ()
 
 
 def select_parts(statement: Select[Any]) -> SelectParts:
+    fetch = statement._fetch_clause
     return SelectParts(
         order_by=list(statement._order_by_clauses),
         group_by=list(statement._group_by_clauses),
@@ -69,7 +84,43 @@ def select_parts(statement: Select[Any]) -> SelectParts:
         limit=statement._limit,
         offset=statement._offset,
         has_window=statement._limit_clause is not None or statement._offset_clause is not None,
+        having=list(statement._having_criteria),
+        for_update=statement._for_update_arg is not None,
+        distinct_on=bool(statement._distinct_on),
+        fetch=None if fetch is None else dict(statement._fetch_clause_options or {}),
+        ctes=bool(statement._independent_ctes),
+        prefixes=bool(statement._prefixes),
+        correlate=tuple(statement._correlate) if statement._correlate else None,
+        auto_correlate=bool(statement._auto_correlate),
+        loader_options=tuple(statement._with_options),
     )
+
+
+def without_having(statement: Select[Any]) -> Select[Any]:
+    """``statement`` with no HAVING (a fan-out applies it after the merge)."""
+    copy = statement._generate()
+    copy._having_criteria = ()
+    return copy
+
+
+def label_reference(element: Any) -> str | None:
+    """The label an ``order_by("name")`` / ``order_by(desc("name"))`` names, else None."""
+    if isinstance(element, (_label_reference, _textual_label_reference)):
+        inner = element.element
+        return str(getattr(inner, "text", None) or getattr(inner, "name", None) or inner)
+    return None
+
+
+def result_keys(statement: Select[Any], dialect: Any) -> list[str]:
+    """The keys a result of ``statement`` has on ``dialect`` (``count_1`` for an unnamed
+    ``count()``), for a result a fan-out assembles itself."""
+    compiled = statement.compile(dialect=dialect)
+    return [column[0] for column in compiled._result_columns]
+
+
+def rows_result(keys: list[str], rows: list[tuple[Any, ...]]) -> Result[Any]:
+    """A result of plain rows under ``keys``."""
+    return IteratorResult(SimpleResultMetaData(keys), iter(rows))
 
 
 def is_plain_select(clause: Any) -> bool:

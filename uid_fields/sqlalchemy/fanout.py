@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -26,16 +26,19 @@ from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement, Label, UnaryExpression
-from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.schema import Column
+from sqlalchemy.sql.selectable import CompoundSelect
 
 from .._internal import dbapi, pgmux
 from ..errors import FanOutTimeoutError, UnmergeableQueryError
 from ..ops import merge as merging
-from ..ops import parallel, streams
+from ..ops import parallel, planner, streams
+from ..ops.combine import combine, distinct_rows
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 from .async_fanout import on_event_loop, read_on_loop
+from .describe import describe, shard_select
 from .guard import guarded
+from .routing import Router
 
 if TYPE_CHECKING:
     from .session import ShardedIdSession
@@ -49,7 +52,9 @@ from .compat import (
     object_result,
     observed,
     plain_columns,
+    result_keys,
     result_of,
+    rows_result,
     select_parts,
     stream_rows,
     streamed_result,
@@ -60,13 +65,23 @@ __all__ = ["FanOutPlan", "UnmergeableQueryError", "fan_out", "plan_fan_out", "te
 
 @dataclass(frozen=True)
 class FanOutPlan:
-    """What each shard runs and how the answers are put together."""
+    """What each shard runs and how the answers are put together: ``core`` is the core
+    planner's plan; rows plans merge here in the ORDER BY (``sort``), aggregate and group
+    plans are combined by the core (``ops.combine``) under ``keys``."""
 
     per_shard: Select[Any]
     sort: list[merging.SortKey]
     columns: list[Any]  # the ORDER BY column of each sort key (for its collation)
     window: tuple[int, int | None] | None  # (offset, limit) applied after the merge
-    aggregates: list[str] | None  # one aggregate kind per column (count, sum, min, max)
+    core: planner.Plan
+    keys: list[str] = field(default_factory=list)  # result keys of a combined answer
+    texts: dict[str, Any] = field(default_factory=dict)  # output name -> its column
+
+    @property
+    def combined(self) -> bool:
+        """Whether the answer is combined by the core (aggregates, groups), not merged
+        rows of the statement."""
+        return self.core.kind != "rows"
 
     def merge(
         self,
@@ -74,69 +89,55 @@ class FanOutPlan:
         vendors: Sequence[str],
         text_ranks: merging.TextRanker | None = None,
     ) -> Result[Any]:
+        if self.combined:
+            parts = [[tuple(row) for row in result] for result in results]
+            rows = combine(self.core, parts, vendors, text_ranks=text_ranks)
+            return rows_result(self.keys, rows)
         frozen: list[FrozenResult[Any]] = [result.freeze() for result in results]
-        if self.aggregates is not None:
-            data = [frozen_rows(f) for f in frozen]
-            firsts = [_as_tuple(rows[0]) for rows in data if rows]
-            columns = list(zip(*firsts, strict=True))
-            row = tuple(
-                merging.combine_aggregate(kind, list(col))
-                for kind, col in zip(self.aggregates, columns, strict=True)
-            )
-            scalar = bool(data[0]) and not isinstance(data[0][0], (Row, tuple))
-            return _result(frozen[0], [row[0] if scalar else row])
         rows = merging.merge_rows(
             [frozen_rows(f) for f in frozen], self.sort, vendors, text_ranks=text_ranks
         )
+        if self.core.distinct:
+            rows = distinct_rows(rows, self.core.statement, merging.backend_of(vendors), text_ranks)
         if self.window is not None:
             rows = merging.window(rows, *self.window)
         return _result(frozen[0], rows)
 
     def column_of(self, key: merging.SortKey) -> Any:
-        """The ORDER BY column behind ``key`` (None for a label or an expression)."""
-        return self.columns[self.sort.index(key)]
+        """The column behind ``key`` (None for a label or an expression)."""
+        if key in self.sort:
+            return self.columns[self.sort.index(key)]
+        return self.texts.get(key.name)
 
 
 def _result(template: FrozenResult[Any], rows: list[Any]) -> Result[Any]:
     return result_of(template, rows)  # the shards' rows, merged, behind the first's metadata
 
 
-def _as_tuple(row: Any) -> tuple[Any, ...]:
-    return tuple(row) if isinstance(row, (Row, tuple)) else (row,)
-
-
-def plan_fan_out(statement: Any) -> FanOutPlan:
-    """How to run ``statement`` on every shard; ``UnmergeableQueryError`` if it cannot."""
-    if not isinstance(statement, Select):
+def plan_fan_out(statement: Any, router: Router) -> FanOutPlan:
+    """How to run ``statement`` on every shard; ``UnmergeableQueryError`` if it cannot be
+    answered exactly (the core planner decides, from ``describe``'s account of it)."""
+    if not isinstance(statement, (Select, CompoundSelect)):
         raise UnmergeableQueryError(
             "on_all_shards() merges SELECT statements; send UPDATE and DELETE with id "
             "criteria, or to each shard with bind_arguments={'shard_id': ...}"
         )
-    parts = select_parts(statement)
-    if parts.group_by:
-        raise UnmergeableQueryError(
-            "GROUP BY across shards cannot be merged (a group may span shards); run it per "
-            "shard with bind_arguments={'shard_id': ...} and combine the groups yourself"
-        )
-    if parts.distinct:
-        raise UnmergeableQueryError(
-            "DISTINCT across shards cannot be merged; run it per shard and combine"
-        )
-    selected = list(statement.selected_columns)
-    functions = [_function_name(c) for c in selected]
-    if any(name is not None for name in functions):
-        unknown = [n for n in functions if n not in merging.AGGREGATES]
-        if unknown:
-            raise UnmergeableQueryError(
-                f"{unknown[0] or 'a plain column'} next to aggregates cannot be combined "
-                "across shards: only count(), sum(), min() and max() are (AVG needs the "
-                "sum and the count: select both and divide)"
+    described = describe(statement, router)
+    core = planner.plan(described.statement)
+    assert isinstance(statement, Select)
+    if core.kind != "rows":
+        texts = {
+            output.name: _unwrap_label(expression)
+            for output, expression in zip(
+                described.statement.outputs, described.expressions, strict=True
             )
-        if parts.has_window:
-            raise UnmergeableQueryError("LIMIT/OFFSET of an aggregate across shards")
-        return FanOutPlan(statement, [], [], None, [str(n) for n in functions])
+            if output.text
+        }
+        keys = result_keys(statement, None)
+        return FanOutPlan(shard_select(described, core), [], [], None, core, keys, texts)
+    parts = select_parts(statement)
     order = parts.order_by
-    if not order:
+    if not order and not core.distinct:
         order = [c for c in _entity_ids(statement)]
         statement = statement.order_by(*order)
     terms = [_sort_key(statement, clause) for clause in order]
@@ -148,14 +149,18 @@ def plan_fan_out(statement: Any) -> FanOutPlan:
     if limit is not None or offset:
         window = (offset or 0, limit)
         per_shard = statement.offset(None).limit(None if limit is None else (offset or 0) + limit)
-    return FanOutPlan(per_shard, sort, columns, window, None)
+    texts = {
+        output.name: _unwrap_label(expression)
+        for output, expression in zip(
+            described.statement.outputs, described.expressions, strict=True
+        )
+        if output.text
+    }
+    return FanOutPlan(per_shard, sort, columns, window, core, texts=texts)
 
 
-def _function_name(column: Any) -> str | None:
-    element = column.element if isinstance(column, Label) else column
-    if isinstance(element, FunctionElement):
-        return str(element.name).lower()
-    return None
+def _unwrap_label(column: Any) -> Any:
+    return column.element if isinstance(column, Label) else column
 
 
 def _entity_ids(statement: Select[Any]) -> list[ColumnElement[Any]]:
@@ -270,9 +275,9 @@ def fan_out(
     (on the core's bounded pool, a connection per shard; over async drivers, one task per
     shard on the event loop) where that is safe, else one shard after another through
     the session."""
-    plan = plan_fan_out(statement)
+    plan = plan_fan_out(statement, session.router)
     shards = list(session.shard_names)
-    if plan.aggregates is None and _streams(plan.per_shard, options):
+    if not plan.combined and not plan.core.distinct and _streams(plan.per_shard, options):
         streamed = _stream(session, plan, params, options)
         if streamed is not None:
             return streamed
