@@ -34,7 +34,16 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, aliased, mapped_column
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    Session,
+    aliased,
+    joinedload,
+    mapped_column,
+    relationship,
+    selectinload,
+)
 
 from tests.services import database_name
 from uid_fields import ShardedIdGenerator, SnowflakeGenerator
@@ -56,6 +65,7 @@ class Owner(Base):
         generator=SnowflakeGenerator(ORDER_LAYOUT, datacenter=3, worker=1), primary_key=True
     )
     name: Mapped[str] = mapped_column(String(20))
+    docs: Mapped[list[Doc]] = relationship(back_populates="owner", order_by="Doc.id")
 
 
 class Doc(Base):
@@ -69,6 +79,7 @@ class Doc(Base):
     title: Mapped[str] = mapped_column(String(20))
     category: Mapped[str] = mapped_column(String(5))
     score: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    owner: Mapped[Owner] = relationship(back_populates="docs")
 
 
 class Note(Base):
@@ -80,6 +91,11 @@ class Note(Base):
     )
     title: Mapped[str] = mapped_column(String(20))
     weight: Mapped[int] = mapped_column(Integer)
+    # An owner's id with no foreign key: the note lives where its own id says.
+    owner_id: Mapped[int | None] = mapped_column(SnowflakeType(ORDER_LAYOUT), nullable=True)
+    owner: Mapped[Owner | None] = relationship(
+        primaryjoin="foreign(Note.owner_id) == Owner.id", viewonly=True
+    )
 
 
 TITLES = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
@@ -138,7 +154,10 @@ def both(
                 )
             )
         session.add_all(
-            [Note(title=rng.choice(TITLES), weight=rng.randrange(10)) for _ in range(40)]
+            [
+                Note(title=rng.choice(TITLES), weight=rng.randrange(10), owner_id=owners[i % 12].id)
+                for i in range(40)
+            ]
         )
         session.commit()
     with reference.begin() as target:
@@ -448,3 +467,37 @@ def test_average_is_the_databases_own(both: tuple[dict[str, Engine], Engine]) ->
     assert type(got[0][0]) is type(expected[0][0])
     if isinstance(expected[0][0], Decimal):
         assert str(got[0][0]) == str(expected[0][0])
+
+
+@pytest.mark.parametrize("limit", [2, 5])
+def test_joined_collection_with_limit_limits_the_parents(
+    both: tuple[dict[str, Engine], Engine], limit: int
+) -> None:
+    """SQLAlchemy limits the parents in a subquery, then joins their children; over
+    shards the window counts parents, not the joined rows (before: 1 owner for 2 and 5)."""
+    shards, reference = both
+    statement = select(Owner).options(joinedload(Owner.docs)).order_by(Owner.id).limit(limit)
+    with Session(reference) as one:
+        expected = [(o.id, [d.id for d in o.docs]) for o in one.scalars(statement).unique()]
+    with sharded_session(shards) as session:
+        owners = session.on_all_shards(statement).unique().scalars().all()
+        got = [(o.id, [d.id for d in o.docs]) for o in owners]
+    assert len(expected) == limit and got == expected
+
+
+def test_an_eager_load_of_rows_elsewhere_is_refused_or_read_where_they_live(
+    both: tuple[dict[str, Engine], Engine],
+) -> None:
+    """A note's owner may live on another shard: joinedload would find it only on the
+    note's shard (before: 30 of 40 owners None); selectinload reads it where it lives."""
+    shards, reference = both
+    with Session(reference) as one:
+        expected = sorted((n.id, n.owner.id) for n in one.scalars(select(Note)) if n.owner)
+    with sharded_session(shards) as session:
+        with pytest.raises(UnmergeableQueryError, match="joinedload"):
+            session.on_all_shards(select(Note).options(joinedload(Note.owner)))
+        notes = session.on_all_shards(
+            select(Note).options(selectinload(Note.owner)).order_by(Note.id)
+        ).scalars()
+        got = sorted((n.id, n.owner.id) for n in notes if n.owner is not None)
+    assert len(expected) == 40 and got == expected

@@ -39,6 +39,7 @@ __all__ = [
     "instance_state",
     "into_session",
     "is_plain_select",
+    "joined_relationships",
     "label_reference",
     "loaded_object",
     "object_result",
@@ -51,6 +52,7 @@ __all__ = [
     "stream_rows",
     "streamed_result",
     "without_having",
+    "without_loader_options",
 ]
 
 
@@ -101,6 +103,29 @@ def without_having(statement: Select[Any]) -> Select[Any]:
     copy = statement._generate()
     copy._having_criteria = ()
     return copy
+
+
+def without_loader_options(statement: Select[Any]) -> Select[Any]:
+    """``statement`` with no loader options: its FROM list as written, without the joins
+    and subqueries that eager loading adds when the ORM compiles it."""
+    copy = statement._generate()
+    copy._with_options = ()
+    return copy
+
+
+def joined_relationships(statement: Select[Any]) -> list[Any]:
+    """The relationships ``statement``'s options load with ``joinedload`` (their
+    ``RelationshipProperty``), at any depth of the option's path."""
+    found = []
+    for option in statement._with_options:
+        for element in getattr(option, "context", ()):
+            strategy = dict(getattr(element, "strategy", None) or ())
+            if strategy.get("lazy") != "joined":
+                continue
+            for step in element.path.path:
+                if getattr(step, "is_property", False) and hasattr(step, "local_remote_pairs"):
+                    found.append(step)
+    return found
 
 
 def label_reference(element: Any) -> str | None:

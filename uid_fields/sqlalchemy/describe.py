@@ -48,7 +48,13 @@ from sqlalchemy.sql.selectable import (
 )
 
 from ..ops import planner
-from .compat import label_reference, select_parts, without_having
+from .compat import (
+    joined_relationships,
+    label_reference,
+    select_parts,
+    without_having,
+    without_loader_options,
+)
 from .routing import Router
 
 __all__ = ["Described", "describe", "shard_select"]
@@ -204,6 +210,15 @@ class _Describer:
     def refuse(self, what: str) -> None:
         if what not in self.refused:
             self.refused.append(what)
+
+    def colocated_relationship(self, relationship: Any) -> bool:
+        """Whether every pair of a relationship's join columns is one placement domain."""
+        pairs = list(relationship.local_remote_pairs or ())
+        return bool(pairs) and all(
+            (domain := self.scopes.domain(local)) is not None
+            and domain == self.scopes.domain(remote)
+            for local, remote in pairs
+        )
 
     # -- FROM ------------------------------------------------------------------------
     def froms(self, froms: Iterable[Any]) -> list[Any]:
@@ -391,7 +406,13 @@ def describe(statement: Any, router: Router) -> Described:
         describer.refuse("a WITH clause (CTE)")
     if parts.prefixes:
         describer.refuse("a SELECT prefix")
-    scope = describer.enter_select(statement)
+    for relationship in joined_relationships(statement):
+        if not describer.colocated_relationship(relationship):
+            describer.refuse(
+                f"joinedload({relationship}) of rows that are not co-located with theirs "
+                "(selectinload reads them where they live)"
+            )
+    scope = describer.enter_select(without_loader_options(statement))
     entities = any(
         d.get("entity") is not None and d.get("expr") is d.get("entity")
         for d in statement.column_descriptions

@@ -48,6 +48,7 @@ from .compat import (
     has_options,
     has_statement_hooks,
     into_session,
+    joined_relationships,
     loaded_object,
     object_result,
     observed,
@@ -76,6 +77,9 @@ class FanOutPlan:
     core: planner.Plan
     keys: list[str] = field(default_factory=list)  # result keys of a combined answer
     texts: dict[str, Any] = field(default_factory=dict)  # output name -> its column
+    #: A joined eager load of a collection: the ORM's rows repeat a parent per child, so
+    #: the window counts parents only once each (as SQLAlchemy's own LIMIT subquery does).
+    unique: bool = False
 
     @property
     def combined(self) -> bool:
@@ -99,6 +103,8 @@ class FanOutPlan:
         )
         if self.core.distinct:
             rows = distinct_rows(rows, self.core.statement, merging.backend_of(vendors), text_ranks)
+        if self.unique:
+            rows = _unique_objects(rows)
         if self.window is not None:
             rows = merging.window(rows, *self.window)
         return _result(frozen[0], rows)
@@ -108,6 +114,18 @@ class FanOutPlan:
         if key in self.sort:
             return self.columns[self.sort.index(key)]
         return self.texts.get(key.name)
+
+
+def _unique_objects(rows: list[Any]) -> list[Any]:
+    """``rows`` with each repeat of an earlier row's objects left out."""
+    seen: set[Any] = set()
+    kept = []
+    for row in rows:
+        key = tuple(map(id, row)) if isinstance(row, (Row, tuple)) else id(row)
+        if key not in seen:
+            seen.add(key)
+            kept.append(row)
+    return kept
 
 
 def _result(template: FrozenResult[Any], rows: list[Any]) -> Result[Any]:
@@ -156,7 +174,8 @@ def plan_fan_out(statement: Any, router: Router) -> FanOutPlan:
         )
         if output.text
     }
-    return FanOutPlan(per_shard, sort, columns, window, core, texts=texts)
+    unique = any(r.uselist for r in joined_relationships(statement))
+    return FanOutPlan(per_shard, sort, columns, window, core, texts=texts, unique=unique)
 
 
 def _unwrap_label(column: Any) -> Any:
