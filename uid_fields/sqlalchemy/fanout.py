@@ -1,14 +1,13 @@
-"""Explicit fan-out: one SELECT run on every shard, merged as one database would answer.
+"""Explicit fan-out: one SELECT run on every shard, answered as one database would.
 
-``session.on_all_shards(select(...))`` runs the statement once per shard and merges the
-rows: in the statement's ORDER BY (by default the id, which for these ids is creation
-time) by the core's merge rules (``uid_fields.ops.merge``: each backend's NULL order,
-``nulls_first()``/``nulls_last()``, text in the column's collation), with LIMIT pushed
-down to each shard (``LIMIT offset + limit``) and applied again
-after the merge; ``count()`` and ``sum()`` are added up, ``min()``/``max()`` taken over
-the shards. What cannot be merged from per-shard answers (GROUP BY, DISTINCT, AVG, an
-ORDER BY on something that is not a selected column) is refused with an error that says
-so, before any statement runs.
+``session.on_all_shards(select(...))`` is planned by the core (``uid_fields.ops.planner``)
+from ``describe``'s account of the statement, and refused before anything runs when the
+answer does not decompose. Rows run on every shard with LIMIT pushed down (``LIMIT offset +
+limit``) and merge in the statement's ORDER BY (by default the id, which for these ids is
+creation time) by the core's merge rules (each backend's NULL order, ``nulls_first()``/
+``nulls_last()``, text in the column's collation); aggregates, groups, HAVING and distinct
+values are combined by the core (``uid_fields.ops.combine``) from the SELECT each shard
+runs for the plan (``describe.shard_select``).
 """
 
 from __future__ import annotations
@@ -143,14 +142,14 @@ def plan_fan_out(statement: Any, router: Router) -> FanOutPlan:
     described = describe(statement, router)
     core = planner.plan(described.statement)
     assert isinstance(statement, Select)
+    texts = {
+        output.name: _unwrap_label(expression)
+        for output, expression in zip(
+            described.statement.outputs, described.expressions, strict=True
+        )
+        if output.text
+    }  # the column of each text output, for its collation
     if core.kind != "rows":
-        texts = {
-            output.name: _unwrap_label(expression)
-            for output, expression in zip(
-                described.statement.outputs, described.expressions, strict=True
-            )
-            if output.text
-        }
         keys = result_keys(statement, None)
         return FanOutPlan(shard_select(described, core), [], [], None, core, keys, texts)
     parts = select_parts(statement)
@@ -167,13 +166,6 @@ def plan_fan_out(statement: Any, router: Router) -> FanOutPlan:
     if limit is not None or offset:
         window = (offset or 0, limit)
         per_shard = statement.offset(None).limit(None if limit is None else (offset or 0) + limit)
-    texts = {
-        output.name: _unwrap_label(expression)
-        for output, expression in zip(
-            described.statement.outputs, described.expressions, strict=True
-        )
-        if output.text
-    }
     unique = any(r.uselist for r in joined_relationships(statement))
     return FanOutPlan(per_shard, sort, columns, window, core, texts=texts, unique=unique)
 
