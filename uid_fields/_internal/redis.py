@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import CoordinatorUnavailableError
 from .extras import missing
+from .redact import redact as redact_text
+from .redact import redact_url
 
 if TYPE_CHECKING:
     import redis
@@ -15,15 +16,8 @@ __all__ = ["connection_errors", "redact", "redis_client", "unavailable"]
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages and reprs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """The URL without its password or credential parameters, for messages and reprs."""
+    return redact_url(url)
 
 
 def redis_client(url: str, timeout: float) -> redis.Redis:
@@ -53,6 +47,7 @@ def unavailable(
 ) -> CoordinatorUnavailableError:
     """The error raised when the Redis server at ``url`` cannot be reached."""
     return CoordinatorUnavailableError(
-        f"cannot reach Redis at {redact(url)} for {what} ({type(exc).__name__}: {exc}). "
+        f"cannot reach Redis at {redact(url)} for {what} "
+        f"({type(exc).__name__}: {redact_text(str(exc))}). "
         f"Start it or fix the URL; {fallback}"
     )

@@ -47,6 +47,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
+from .._internal.redact import describe_secret
 from .._internal.validate import shown
 from ..errors import ConfigurationError, PublicIdError
 
@@ -237,6 +238,16 @@ def key_problems(keys: object) -> Iterator[tuple[object, str, bool]]:
     for version, secret in keys.items():
         number = _version_of(version)
         if number is None:
+            if isinstance(version, (str, bytes)):
+                # Perhaps the secret itself, given as the key: described, never quoted.
+                label = f"<{describe_secret(version)}>"
+                yield (
+                    label,
+                    f"a key version is an int from 0 to {MAX_VERSION}, got {label[1:-1]}: "
+                    "are the secret and its version swapped? ({1: secret} is wanted)",
+                    False,
+                )
+                continue
             yield (
                 version,
                 f"a key version is an int from 0 to {MAX_VERSION}, got {shown(version)}",
@@ -259,7 +270,8 @@ def key_problems(keys: object) -> Iterator[tuple[object, str, bool]]:
 
 def _key_ring(keys: object) -> dict[int, bytes]:
     for version, message, _is_type in key_problems(keys):
-        where = "public id keys" if version is None else f"public id key {shown(version)}"
+        label = version if isinstance(version, str) else shown(version)
+        where = "public id keys" if version is None else f"public id key {label}"
         raise ConfigurationError(f"{where}: {message}")
     assert isinstance(keys, Mapping)
     ring: dict[int, bytes] = {}

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..._internal import redis as _redis
+from ..._internal.redact import redact
 from ..._internal.extras import missing
 from ...clock import MonotonicClock
 from ...errors import CoordinatorUnavailableError
@@ -430,7 +431,8 @@ class _DatabaseBackend:
 
     def unavailable(self, exc: BaseException) -> CoordinatorUnavailableError:
         return CoordinatorUnavailableError(
-            f"cannot lease a worker id from {self.where} ({type(exc).__name__}: {exc}). "
+            f"cannot lease a worker id from {self.where} "
+            f"({type(exc).__name__}: {redact(str(exc))}). "
             f"Check that the database is reachable and that the table {self.table} exists "
             "(Django: migrate the uid_fields app; SQLAlchemy: add "
             "uid_fields.sqlalchemy.lease_table(metadata) to your metadata; otherwise call "
