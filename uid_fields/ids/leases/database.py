@@ -28,8 +28,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..._internal import redis as _redis
-from ..._internal.redact import redact
 from ..._internal.extras import missing
+from ..._internal.redact import redact
 from ...clock import MonotonicClock
 from ...errors import CoordinatorUnavailableError
 from .state import FALLBACKS, QUARANTINED, Claimed, Lease
