@@ -48,3 +48,13 @@ def test_the_command_reports_and_fails_on_misplaced_rows() -> None:
     with pytest.raises(CommandError, match="1 rows are stored off their shard"):
         call_command("uid_fields", "audit", "testapp.Photo", stdout=out)
     assert str(stray.pk) in out.getvalue()
+
+
+@pytest.mark.parametrize("label", ["nosuchapp.Nope", "nosuchapp", "testapp.Nope", "auth.User"])
+def test_audit_of_what_is_not_a_sharded_model_is_an_error(label: str) -> None:
+    """An unknown app or model (or one not on shards) checks nothing: saying "every row
+    is on its shard" would be a false all-clear."""
+    out = StringIO()
+    with pytest.raises(CommandError, match=label.split(".")[-1]):
+        call_command("uid_fields", "audit", label, stdout=out)
+    assert "every row is on its shard" not in out.getvalue()

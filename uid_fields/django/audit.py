@@ -18,7 +18,7 @@ from ..placement import Placement
 from .compat import where_sql
 from .routing import parent_link, sharded_pk
 
-__all__ = ["audit", "audit_model"]
+__all__ = ["audit", "audit_model", "audited_models"]
 
 
 def placed_by(model: type[models.Model]) -> tuple[Placement, models.Field[Any, Any]] | None:
@@ -66,10 +66,33 @@ def audit_model(
 
 def audit(labels: Any = (), **options: Any) -> Iterator[AuditResult]:
     """Every sharded and follower model (or those named ``app_label`` /
-    ``app_label.Model``)."""
-    wanted = set(labels)
-    for model in apps.get_models():
-        label, app = model._meta.label, model._meta.app_label
-        if wanted and label not in wanted and app not in wanted:
-            continue
+    ``app_label.Model``). ``LookupError`` for a label that names no installed app or
+    model, or only models that do not live on shards: auditing nothing is no all-clear."""
+    chosen = audited_models(labels)
+    for model in chosen:
         yield from audit_model(model, **options)
+
+
+def audited_models(labels: Any = ()) -> list[type[models.Model]]:
+    """The models an audit of ``labels`` reads (every model on shards for none)."""
+    placed = [model for model in apps.get_models() if placed_by(model) is not None]
+    if not labels:
+        return placed
+    chosen: list[type[models.Model]] = []
+    for label in labels:
+        if "." in label:
+            try:
+                model = apps.get_model(label)
+            except (LookupError, ValueError):
+                raise LookupError(f"no installed model {label!r}") from None
+            found = [model] if model in placed else []
+        else:
+            try:
+                apps.get_app_config(label)
+            except LookupError:
+                raise LookupError(f"no installed app with the label {label!r}") from None
+            found = [m for m in placed if m._meta.app_label == label]
+        if not found:
+            raise LookupError(f"{label!r} has no model whose rows live on shards")
+        chosen += [m for m in found if m not in chosen]
+    return chosen

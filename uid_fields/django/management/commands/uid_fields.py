@@ -15,7 +15,7 @@ from django.db import DatabaseError, connections
 
 from ....ops.replication import ReplicationError
 from ....sql import installs
-from ...audit import audit
+from ...audit import audit_model, audited_models
 from ...conf import conf, get_generator
 from ...fields import UidField
 from ...fixtures import dump, load
@@ -272,7 +272,11 @@ class Command(BaseCommand):
     # -- audit ---------------------------------------------------------------------------
     def do_audit(self, labels: list[str], samples: int, **options: Any) -> None:
         total = 0
-        for result in audit(labels, samples=samples):
+        try:
+            chosen = audited_models(labels)
+        except LookupError as error:
+            raise CommandError(f"audit: {error.args[0]}") from None
+        for result in (r for model in chosen for r in audit_model(model, samples=samples)):
             total += result.misplaced
             self.stdout.write(str(result))
         self.stdout.write(f"{total} misplaced rows" if total else "every row is on its shard")
