@@ -7,7 +7,9 @@ page's numbers are checked against the code that makes the tokens.
 
 from __future__ import annotations
 
+import random
 import re
+import textwrap
 from pathlib import Path
 
 from uid_fields.ids import public
@@ -66,3 +68,46 @@ def test_pitfalls_no_longer_recommends_locality_uuids_to_hide_time_and_volume() 
     assert "security.md" in text
     assert not re.search(r"or use\s+locality UUIDs in variable mode", text)
     assert "198491317" in text or "locality UUIDs" in text  # said what they reveal instead
+
+
+def test_the_locality_counting_snippet_is_right_as_printed() -> None:
+    """The page's snippet, run as printed, gives the true count for every pair, also
+    for counters whose top bit Java's shift overwrote (before: right for 7 of 40)."""
+    from uid_fields import LocalityUUIDGenerator
+    from uid_fields.clock import ManualClock
+
+    page = (DOCS / "security.md").read_text(encoding="utf-8")
+    counting = section(page, "Locality UUIDs")
+    block = re.search(r"```python\n(.*?)```", counting, re.S)
+    assert block, "no snippet"
+    namespace: dict[str, object] = {}
+    exec(textwrap.dedent(block.group(1)), namespace)
+    made_between = namespace["made_between"]
+    rng = random.Random(37)
+    pairs = 0
+    for n in range(40):
+        generator = LocalityUUIDGenerator(
+            pid=20_000 + n,
+            mac="02:00:00:00:00:2a",
+            counter=rng.randrange(2**32),
+            clock=ManualClock(1_767_225_600_000),
+        )
+        first = generator.next_id()
+        between = rng.randrange(1, 3000)
+        generator.next_ids(between - 1)
+        assert made_between(first, generator.next_id()) == between  # type: ignore[operator]
+        pairs += 1
+    assert pairs == 40
+
+
+def test_the_shard_bits_numbers_are_the_codes() -> None:
+    """What an id's logical shard narrows its owner to, with mix64, as the page says."""
+    from collections import Counter
+
+    from uid_fields._internal.hashing import mix64
+
+    counts = Counter(mix64(owner) % 8192 for owner in range(1_000_000))
+    page = section((DOCS / "security.md").read_text(encoding="utf-8"), "Instagram sharded ids")
+    low, high = min(counts.values()), max(counts.values())
+    assert f"between {low} and {high}" in page
+    assert f"({round(1_000_000 / 8192)} on average)" in page
