@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Literal
 
 from ..errors import UnmergeableQueryError
@@ -39,6 +40,7 @@ __all__ = [
     "null_position",
     "nulls_sort_high",
     "rank_texts",
+    "ranks_like_code_points",
     "reversed_nulls",
     "window",
 ]
@@ -180,6 +182,17 @@ def code_point_ranks(texts: Iterable[str]) -> dict[str, int]:
     return {text: i for i, text in enumerate(sorted(set(texts)))}
 
 
+def ranks_like_code_points(ranks: Mapping[str, int], texts: Iterable[str]) -> bool:
+    """Whether a database's ranks of ``texts`` order and tie them exactly as Python's
+    code points do. Only the order counts: ``DENSE_RANK()`` counts from 1 (or any base),
+    code-point ranks from 0."""
+    distinct = sorted(set(texts))
+    if set(ranks) != set(distinct):
+        return False
+    values = [ranks[text] for text in distinct]
+    return all(a < b for a, b in pairwise(values))
+
+
 def rank_texts(
     column: Hashable, texts: list[str], ask: Callable[[list[str]], Mapping[str, int]]
 ) -> Mapping[str, int]:
@@ -195,7 +208,7 @@ def rank_texts(
         return code_point_ranks(texts)
     if known is None:
         ranks = ask([*PROBE, *texts])
-        _code_point_columns[column] = dict(ranks) == code_point_ranks([*PROBE, *texts])
+        _code_point_columns[column] = ranks_like_code_points(ranks, [*PROBE, *texts])
         return ranks
     return ask(texts)
 

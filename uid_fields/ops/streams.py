@@ -27,7 +27,7 @@ from contextlib import suppress
 from typing import Any
 
 from ..errors import UnmergeableQueryError
-from .merge import PROBE, SortKey, TextRanker, backend_of, code_point_ranks, null_position
+from .merge import PROBE, SortKey, TextRanker, backend_of, null_position, ranks_like_code_points
 
 __all__ = ["merge_streams", "text_streams"]
 
@@ -54,8 +54,7 @@ def text_streams(key: SortKey, text_ranks: TextRanker | None) -> bool:
     as Python compares them (one query the first time a column is seen, none after)."""
     if text_ranks is None:
         return False
-    ranks = text_ranks(key, list(PROBE))
-    return dict(ranks) == code_point_ranks(PROBE)
+    return ranks_like_code_points(text_ranks(key, list(PROBE)), PROBE)
 
 
 def merge_streams(
