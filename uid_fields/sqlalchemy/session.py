@@ -5,7 +5,8 @@ ids themselves, so no lookup table and no fan-out where the id is known:
 
 - where does this object go? Its id's shard (the id exists from construction on);
 - where can this primary key be? Exactly one shard, so ``get()`` probes one identity
-  key and runs one SELECT on one engine;
+  key and runs one SELECT on one engine (a follower's own id names none: its ``get()``
+  asks every shard, and a row on two is an error, not a choice);
 - where does this statement go? The shards its id criteria name, the parent's shard
   for a lazy load, and every shard otherwise.
 
@@ -22,9 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Table, event, inspect
+from sqlalchemy import Table, event, inspect, select
 from sqlalchemy.engine import Connection, Engine, Result
-from sqlalchemy.exc import NoInspectionAvailable
+from sqlalchemy.exc import MultipleResultsFound, NoInspectionAvailable
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
@@ -39,7 +40,7 @@ from ..placement import id_for_new_object
 from ..placement.shards import ShardMap
 from .compat import is_plain_select
 from .fanout import fan_out
-from .fields import FieldConfig
+from .fields import FieldConfig, field_config
 from .guard import check_writes
 from .listeners import made_for, set_made_id
 from .pages import warn_deep_offset
@@ -184,7 +185,86 @@ class ShardedIdSession(ShardedWritesMixin):
         normalized = self._normalized_identity(entity, ident)
         if normalized is _NO_ID:
             return None
+        pinned = kwargs.get("identity_token") is not None or "shard_id" in (
+            kwargs.get("bind_arguments") or {}
+        )
+        mapper = None if pinned else self._follower_mapper(entity)
+        if mapper is not None:
+            identity = _identity_tuple(mapper, normalized)
+            if identity is not None:
+                return self._get_on_every_shard(entity, mapper, normalized, identity, kwargs)
         return super().get(entity, normalized, **kwargs)
+
+    def _follower_mapper(self, entity: Any) -> Mapper[Any] | None:
+        """The mapper of ``entity`` when it is a follower whose primary key is a uid id of
+        its own that names no shard (it lives with its parent): a ``get()`` by that key
+        alone must ask every shard. None for every other class."""
+        try:
+            mapper: Mapper[Any] = inspect(entity).mapper
+        except NoInspectionAvailable:
+            return None
+        route = self._route_of(mapper)
+        if route is None or not route.by_parent:
+            return None
+        columns = list(mapper.primary_key)
+        if any(column is route.column for column in columns):
+            return None  # the parent's id is part of the key: get() goes to its shard
+        # Only uid ids are unique over the shards; a plain integer key may be on each.
+        if not any(field_config(column) is not None for column in columns):
+            return None
+        return mapper
+
+    def _get_on_every_shard(
+        self,
+        entity: type[_O] | Mapper[_O],
+        mapper: Mapper[Any],
+        ident: Any,
+        identity: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> _O | None:
+        """``get()`` of a follower: the identity map under each shard's token, then one
+        SELECT per shard, as ``on_all_shards`` runs them (at once on server databases).
+
+        An object already in the identity map names its shard, which alone is asked
+        (``populate_existing``, an expired object). A row found on two shards is a
+        placement error: neither is the row the key names, so none is picked.
+        """
+        shards = self.shard_names
+        for shard in shards:
+            key = mapper.identity_key_from_primary_key(identity, identity_token=shard)
+            if key in self.identity_map:
+                return super().get(entity, ident, identity_token=shard, **kwargs)
+        if set(kwargs) - {"options", "populate_existing", "execution_options"}:
+            # FOR UPDATE must lock in this session's transaction, and bind arguments are
+            # the session's: each shard through the session, one after another.
+            found: list[_O] = []
+            for shard in shards:
+                obj = super().get(entity, ident, identity_token=shard, **kwargs)
+                if obj is not None:
+                    found.append(obj)
+        else:
+            criteria = [
+                column == value for column, value in zip(mapper.primary_key, identity, strict=True)
+            ]
+            statement = select(mapper).where(*criteria)
+            if kwargs.get("options"):
+                statement = statement.options(*kwargs["options"])
+            options = dict(kwargs.get("execution_options") or {})
+            if kwargs.get("populate_existing"):
+                options["populate_existing"] = True
+            result = self.on_all_shards(statement, execution_options=options)
+            found = list(result.scalars())
+        if len(found) > 1:
+            held = sorted((self.shard_of(obj) for obj in found), key=self.router.order)
+            for obj in found:
+                self.expunge(obj)
+            raise MultipleResultsFound(
+                f"{mapper.class_.__name__} {identity if len(identity) > 1 else identity[0]} "
+                f"is on {' and '.join(held)}: a row lives on its parent's shard only, so "
+                "this is a placement error (a copy left behind by a move or a manual "
+                "write); delete the row that is not with its parent"
+            )
+        return found[0] if found else None
 
     def _normalized_identity(self, entity: Any, ident: Any) -> Any:
         """``ident`` with each uid-typed value as its column's type; ``_NO_ID`` when one
@@ -495,6 +575,23 @@ def _parent_through(mapper: Mapper[Any], instance: Any, column: Any) -> tuple[An
 
 
 _NO_ID = object()  # get(): the identity is no id at all
+
+
+def _identity_tuple(mapper: Mapper[Any], ident: Any) -> tuple[Any, ...] | None:
+    """The primary key values of a ``get()`` identity (a value, a tuple, a mapping by
+    attribute name) in the mapper's order; None when one is missing or None (left to
+    ``Session.get``, which says what is wrong)."""
+    columns = list(mapper.primary_key)
+    if isinstance(ident, Mapping):
+        keys = [mapper.get_property_by_column(c).key for c in columns]
+        values = tuple(ident.get(key) for key in keys)
+    elif isinstance(ident, (tuple, list)):
+        values = tuple(ident)
+    else:
+        values = (ident,)
+    if len(values) != len(columns) or any(value is None for value in values):
+        return None
+    return values
 
 
 def refuse_choosers(kwargs: Mapping[str, Any]) -> None:
