@@ -456,7 +456,7 @@ class ShardedIdSession(ShardedWritesMixin):
         if instance is not None:
             assert mapper is not None
             return self._place(mapper, instance)
-        shards = self.router.criteria_shards(_where(clause), {})
+        shards = self.router.statement_shards(clause, {})
         if shards is not None and len(shards) == 1:
             return next(iter(shards))
         if getattr(self, "_flushing", False) and len(self._flush_shards) == 1:
@@ -504,7 +504,7 @@ class ShardedIdSession(ShardedWritesMixin):
                 # A lazy load names the rows it wants: a many-to-one target is found by
                 # its own id (it may live elsewhere); otherwise the parent's shard.
                 params = context.parameters if isinstance(context.parameters, Mapping) else {}
-                named = self.router.criteria_shards(_where(context.statement), params)
+                named = self.router.statement_shards(context.statement, params)
                 if named:
                     return sorted(named, key=self.router.order)
                 return [str(parent.key[2])]
@@ -515,7 +515,7 @@ class ShardedIdSession(ShardedWritesMixin):
                 "the rows by shard"
             )
         params = context.parameters if isinstance(context.parameters, Mapping) else {}
-        shards = self.router.criteria_shards(_where(context.statement), params)
+        shards = self.router.statement_shards(context.statement, params)
         if shards is None:
             if self.router.default_shard is not None and not any(
                 self._route_of(m) for m in context.all_mappers
@@ -605,10 +605,6 @@ def refuse_choosers(kwargs: Mapping[str, Any]) -> None:
             "row's shard from its id). Pin a statement with bind_arguments={'shard_id': "
             "...} or set_shard_id(), a new object with place_on_shard(obj, shard)"
         )
-
-
-def _where(statement: Any) -> ClauseElement | None:
-    return getattr(statement, "whereclause", None)
 
 
 def _is_read(clause: Any) -> bool:
