@@ -23,13 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Table, event, inspect, select
+from sqlalchemy import Select, Table, event, inspect, select
 from sqlalchemy.engine import Connection, Engine, Result
 from sqlalchemy.exc import MultipleResultsFound, NoInspectionAvailable
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
-from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.elements import ClauseElement, Label
+from sqlalchemy.sql.functions import FunctionElement
 
 from .._internal.validate import integer, positive_seconds
 from ..errors import ShardRoutingError
@@ -532,6 +533,22 @@ class ShardedIdSession(ShardedWritesMixin):
             )
         if not shards:  # contradictory criteria match nothing: any one shard says so
             return self.shard_names[:1]
+        if (
+            len(shards) > 1
+            and self.strict
+            and not context.execution_options.get(FAN_OUT)
+            and _aggregates(context.statement)
+        ):
+            # Each shard would answer with its own count: ShardedSession hands them back
+            # one after another, and .scalar() (Query.count(), a paginate() total)
+            # would read the first shard's as the answer.
+            raise ShardRoutingError(
+                f"this aggregate reads rows of {len(shards)} shards "
+                f"({', '.join(sorted(shards, key=self.router.order))}), and each would "
+                "answer with its own rows' value, one after another: fan out with "
+                "session.on_all_shards(statement), which adds counts and sums up and "
+                "combines min() and max(), or ask one shard at a time"
+            )
         return sorted(shards, key=self.router.order)
 
 
@@ -605,6 +622,27 @@ def refuse_choosers(kwargs: Mapping[str, Any]) -> None:
             "row's shard from its id). Pin a statement with bind_arguments={'shard_id': "
             "...} or set_shard_id(), a new object with place_on_shard(obj, shard)"
         )
+
+
+#: Functions whose value over rows of several shards no single shard's answer is.
+_AGGREGATE_NAMES = frozenset(
+    {"count", "sum", "min", "max", "avg", "array_agg", "string_agg", "group_concat"}
+)
+
+
+def _aggregates(statement: Any) -> bool:
+    """Whether a SELECT selects an aggregate (``count(*)``, ``max(id)``, labelled or not)."""
+    if not isinstance(statement, Select):
+        return False
+    for column in statement.selected_columns:
+        element = column.element if isinstance(column, Label) else column
+        if isinstance(element, FunctionElement) and _function_name(element) in _AGGREGATE_NAMES:
+            return True
+    return False
+
+
+def _function_name(function: FunctionElement[Any]) -> str:
+    return str(getattr(function, "name", "")).lower()  # a bare FunctionElement has none
 
 
 def _is_read(clause: Any) -> bool:
