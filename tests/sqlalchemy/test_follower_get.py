@@ -6,13 +6,16 @@ placement error that is raised rather than one of them picked."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import ForeignKey, Integer, String, insert, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import MultipleResultsFound
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, joinedload, mapped_column, relationship
 
 from uid_fields import TWITTER, SnowflakeGenerator
 from uid_fields.sqlalchemy import (
@@ -21,9 +24,10 @@ from uid_fields.sqlalchemy import (
     allow_off_shard_writes,
     sharded_session,
 )
+from uid_fields.sqlalchemy.asyncio import async_sharded_session
 from uid_fields.sqlalchemy.types import SnowflakeType
 
-from .conftest import SHARDS, recording
+from .conftest import SHARDS, postgres_url, recording
 
 EPOCH_MS = 1_704_067_200_000
 post_ids = SnowflakeGenerator(TWITTER.replace(epoch_ms=EPOCH_MS), datacenter=3, worker=1)
@@ -125,6 +129,12 @@ def test_get_of_a_follower_with_options_and_for_update(engines: dict[str, Engine
         assert locked is not None and session.shard_of(locked) == "shard_1"
         assert session.get(Comment, placed["shard_3"], identity_token="shard_3") is not None
         assert session.get(Comment, placed["shard_3"], identity_token="shard_0") is None
+        session.expunge_all()
+        with recording(engines) as log:
+            joined = session.get(Comment, placed["shard_0"], options=[joinedload(Comment.post)])
+            assert joined is not None and log.count(kind="SELECT") == len(SHARDS)
+            assert joined.post.id == joined.post_id  # the post came with it: no SQL
+            assert log.count(kind="SELECT") == len(SHARDS)
 
 
 def test_a_follower_row_on_two_shards_is_a_placement_error(engines: dict[str, Engine]) -> None:
@@ -149,3 +159,42 @@ def test_get_of_a_follower_with_a_plain_primary_key_stays_refused(
         with pytest.raises(ShardRoutingError):
             session.get(Reply, 1)
         assert log.count() == 0
+
+
+async def _get_through_asyncio(engines: dict[str, AsyncEngine]) -> None:
+    for engine in engines.values():
+        async with engine.begin() as connection:
+            await connection.run_sync(Base.metadata.drop_all)
+            await connection.run_sync(Base.metadata.create_all)
+    try:
+        async with async_sharded_session(engines, expire_on_commit=False) as session:
+            posts = [Post(comments=[Comment(body=str(i))]) for i in range(12)]
+            session.add_all(posts)
+            await session.commit()
+            wanted = {p.comments[0].id: session.sync_session.shard_of(p) for p in posts}  # type: ignore[attr-defined]
+        async with async_sharded_session(engines) as session:
+            for comment_id, shard in wanted.items():
+                comment = await session.get(Comment, comment_id)
+                assert comment is not None and comment.id == comment_id
+                assert session.sync_session.shard_of(comment) == shard  # type: ignore[attr-defined]
+            assert await session.get(Comment, Comment().id) is None
+    finally:
+        for engine in engines.values():
+            async with engine.begin() as connection:
+                await connection.run_sync(Base.metadata.drop_all)
+            await engine.dispose()
+
+
+def test_get_of_a_follower_through_asyncio_on_aiosqlite(tmp_path: Path) -> None:
+    engines = {
+        name: create_async_engine(f"sqlite+aiosqlite:///{tmp_path / name}.db") for name in SHARDS
+    }
+    asyncio.run(_get_through_asyncio(engines))
+
+
+def test_get_of_a_follower_through_asyncio_on_postgres(postgres_databases: list[str]) -> None:
+    engines = {
+        name: create_async_engine(postgres_url(database, "psycopg_async"))
+        for name, database in zip(SHARDS, postgres_databases, strict=True)
+    }
+    asyncio.run(_get_through_asyncio(engines))

@@ -231,6 +231,10 @@ class ShardedIdSession(ShardedWritesMixin):
         placement error: neither is the row the key names, so none is picked.
         """
         shards = self.shard_names
+        # Session.get's defaults as AsyncSession.get passes them (identity_token=None,
+        # with_for_update=None, ...) are no request: only arguments given count.
+        kwargs = {name: value for name, value in kwargs.items() if value}
+        kwargs.pop("identity_token", None)  # given, the caller pinned a shard: not here
         for shard in shards:
             key = mapper.identity_key_from_primary_key(identity, identity_token=shard)
             if key in self.identity_map:
