@@ -221,19 +221,24 @@ class Router:
         nothing but such subqueries (``Query.count()``'s ``SELECT count(*) FROM (SELECT
         ... WHERE owner_id = :k)``, Flask-SQLAlchemy's page count) is confined to them.
         One FROM that may hold rows anywhere (a table, a subquery without criteria, the
-        outer side of an outer join) leaves only the WHERE to confine the statement.
+        outer side of an outer join) leaves only the WHERE to confine the statement; a
+        WHERE that confines it is the answer (the FROMs would only narrow it).
         """
         where = self.criteria_shards(getattr(statement, "whereclause", None), params)
+        if where is not None:
+            # The FROMs could only narrow it further, and reading an ORM statement's
+            # FROM list runs the ORM's compilation: not for every routed statement.
+            return where
         if isinstance(statement, CompoundSelect):
             # UNION, INTERSECT, EXCEPT: every row comes from one of the SELECTs.
             combined = any_of(self.statement_shards(s, params) for s in statement.selects)
             return None if combined is None else set(combined)
         if not isinstance(statement, Select):
-            return where
+            return None
         froms = [self._from_shards(element, params) for element in statement.get_final_froms()]
         if not froms or any(shards is None for shards in froms):
-            return where
-        confined = all_of([where, *froms])
+            return None
+        confined = all_of(froms)
         return None if confined is None else set(confined)
 
     def _from_shards(self, element: Any, params: Mapping[str, Any]) -> set[str] | None:
