@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import BigInteger, String, func, inspect, select, text
+from sqlalchemy import BigInteger, ForeignKey, String, func, inspect, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from uid_fields import INSTAGRAM, TWITTER, ShardedIdGenerator, SnowflakeGenerator
@@ -19,6 +19,7 @@ pytest.importorskip("flask_sqlalchemy", reason="the flask extra (flask, flask-sq
 
 from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField  # noqa: E402
 from uid_fields.sqlalchemy.flask import ShardedSQLAlchemy  # noqa: E402
+from uid_fields.sqlalchemy.types import SnowflakeType  # noqa: E402
 
 from .conftest import recording  # noqa: E402
 
@@ -38,6 +39,16 @@ class Note(db.Model):  # type: ignore[name-defined,misc]
         generator=SnowflakeGenerator(TWITTER, worker=7), primary_key=True
     )
     body: Mapped[str] = mapped_column(String(40))
+
+
+class Remark(db.Model):  # type: ignore[name-defined,misc]
+    """A follower: a snowflake id of its own that names no shard; lives with its note."""
+
+    __tablename__ = "flask_remarks"
+    id: Mapped[int] = SnowflakeField(
+        generator=SnowflakeGenerator(TWITTER, worker=8), primary_key=True
+    )
+    note_id: Mapped[int] = mapped_column(SnowflakeType(), ForeignKey("flask_notes.id"))
 
 
 class Card(db.Model):  # type: ignore[name-defined,misc]
@@ -148,3 +159,26 @@ def test_paginate_of_one_deck_reads_its_shard(app: Any) -> None:
             assert [c.id for c in last.items] == [c.id for c in legacy.all()[6:]]
             assert Card.query.filter_by(deck_id=deck).count() == 7
             assert log.engines_used() == {shard}
+
+
+def test_get_or_404_of_a_follower_asks_every_shard(app: Any) -> None:
+    notes = [Note(body=str(i)) for i in range(12)]
+    db.session.add_all(notes)
+    db.session.flush()
+    remarks = [Remark(note_id=note.id) for note in notes]
+    db.session.add_all(remarks)
+    db.session.commit()
+    wanted = {remark.id: db.session.shard_of(remark) for remark in remarks}
+    assert set(wanted.values()) == set(SHARDS)
+    db.session.expunge_all()
+    for remark_id, shard in wanted.items():
+        assert db.session.shard_of(db.get_or_404(Remark, remark_id)) == shard
+        db.session.expunge_all()
+        assert db.session.shard_of(Remark.query.get_or_404(remark_id)) == shard
+    for missing in (
+        lambda: db.get_or_404(Remark, Remark().id),
+        lambda: Remark.query.get_or_404(Remark().id),
+    ):
+        with pytest.raises(Exception) as raised:
+            missing()
+        assert getattr(raised.value, "code", None) == 404

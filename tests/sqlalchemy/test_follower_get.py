@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import ForeignKey, Integer, String, insert, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import MultipleResultsFound
+from sqlalchemy.exc import LegacyAPIWarning, MultipleResultsFound
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, joinedload, mapped_column, relationship
 
@@ -150,6 +150,27 @@ def test_a_follower_row_on_two_shards_is_a_placement_error(engines: dict[str, En
         with pytest.raises(MultipleResultsFound, match=r"shard_0 and shard_3"):
             session.get(Comment, comment_id)
         assert list(session.identity_map.values()) == []  # neither row was picked
+
+
+def test_legacy_query_get_of_a_follower_asks_every_shard(engines: dict[str, Engine]) -> None:
+    """``session.query(Comment).get(id)`` (what Flask-SQLAlchemy's ``get_or_404`` of
+    ``Model.query`` calls) is the session's ``get()``, options and locks included."""
+    placed = _comments_on_every_shard(engines)
+    for shard, comment_id in placed.items():
+        with sharded_session(engines) as session, recording(engines) as log:
+            with pytest.warns(LegacyAPIWarning):
+                comment = session.query(Comment).get(comment_id)
+            assert comment is not None and session.shard_of(comment) == shard
+            assert log.count(kind="SELECT") == len(SHARDS)
+            with pytest.warns(LegacyAPIWarning):
+                again = session.query(Comment).populate_existing().get(str(comment_id))
+            assert again is comment and log.engines_used() == set(SHARDS)
+    with sharded_session(engines) as session, pytest.warns(LegacyAPIWarning):
+        query = session.query(Comment).options(joinedload(Comment.post)).with_for_update()
+        locked = query.get(placed["shard_1"])
+        assert locked is not None and session.shard_of(locked) == "shard_1"
+        assert session.query(Comment).set_shard("shard_0").get(placed["shard_1"]) is None
+        assert session.query(Comment).get(Comment().id) is None
 
 
 def test_get_of_a_follower_with_a_plain_primary_key_stays_refused(
