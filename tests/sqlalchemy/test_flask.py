@@ -161,6 +161,7 @@ def test_paginate_of_one_deck_reads_its_shard(app: Any) -> None:
             assert log.engines_used() == {shard}
 
 
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.LegacyAPIWarning")  # Query.get_or_404
 def test_get_or_404_of_a_follower_asks_every_shard(app: Any) -> None:
     notes = [Note(body=str(i)) for i in range(12)]
     db.session.add_all(notes)

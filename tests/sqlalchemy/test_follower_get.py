@@ -166,9 +166,11 @@ def test_legacy_query_get_of_a_follower_asks_every_shard(engines: dict[str, Engi
                 again = session.query(Comment).populate_existing().get(str(comment_id))
             assert again is comment and log.engines_used() == set(SHARDS)
     with sharded_session(engines) as session, pytest.warns(LegacyAPIWarning):
-        query = session.query(Comment).options(joinedload(Comment.post)).with_for_update()
-        locked = query.get(placed["shard_1"])
+        query = session.query(Comment).options(joinedload(Comment.post))
+        locked = query.with_for_update(of=Comment).get(placed["shard_1"])
         assert locked is not None and session.shard_of(locked) == "shard_1"
+        assert locked.post.id == locked.post_id
+        session.expunge_all()
         assert session.query(Comment).set_shard("shard_0").get(placed["shard_1"]) is None
         assert session.query(Comment).get(Comment().id) is None
 

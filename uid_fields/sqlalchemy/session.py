@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Select, Table, event, inspect, select
 from sqlalchemy.engine import Connection, Engine, Result
-from sqlalchemy.exc import MultipleResultsFound, NoInspectionAvailable
+from sqlalchemy.exc import LegacyAPIWarning, MultipleResultsFound, NoInspectionAvailable
+from sqlalchemy.ext.horizontal_shard import ShardedQuery
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
@@ -39,7 +40,7 @@ from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import id_for_new_object
 from ..placement.shards import ShardMap
-from .compat import is_plain_select
+from .compat import SHARD_ID_OPTION, is_plain_select, legacy_get_arguments
 from .fanout import fan_out
 from .fields import FieldConfig, field_config
 from .guard import check_writes
@@ -61,11 +62,37 @@ _O = TypeVar("_O", bound=object)
 
 __all__ = [
     "FAN_OUT",
+    "ShardedIdQuery",
     "ShardedIdSession",
     "place_on_shard",
     "sharded_session",
     "sharded_sessionmaker",
 ]
+
+
+class ShardedIdQuery(ShardedQuery[_O]):
+    """The legacy ``session.query(Model)`` of a sharded session.
+
+    ``Query.get()`` goes to ``Session._get_impl`` directly, past the session's ``get()``;
+    a follower's (whose id names no shard) is the session's ``get()`` here, so it asks
+    every shard as ``session.get()`` does (Flask-SQLAlchemy's ``Model.query.get_or_404``
+    calls it). Every other class's is SQLAlchemy's own.
+    """
+
+    def get(self, ident: Any) -> _O | None:
+        session = self.session
+        if isinstance(session, ShardedIdSession):
+            mapper, kwargs = legacy_get_arguments(self)
+            if session._follower_mapper(mapper) is not None:
+                warnings.warn(
+                    "The Query.get() method is considered legacy as of the 1.x series of "
+                    "SQLAlchemy and becomes a legacy construct in 2.0: use Session.get()",
+                    LegacyAPIWarning,
+                    stacklevel=2,
+                )
+                found: _O | None = session.get(mapper, ident, **kwargs)
+                return found
+        return super().get(ident)
 
 
 class ShardedIdSession(ShardedWritesMixin):
@@ -132,6 +159,7 @@ class ShardedIdSession(ShardedWritesMixin):
             identity_chooser=self._choose_identity_shards,
             execute_chooser=self._choose_execute_shards,
             shards=shards,
+            query_cls=kwargs.pop("query_cls", ShardedIdQuery),
             **kwargs,
         )
         self._flush_shards: set[str] = set()
@@ -186,8 +214,10 @@ class ShardedIdSession(ShardedWritesMixin):
         normalized = self._normalized_identity(entity, ident)
         if normalized is _NO_ID:
             return None
-        pinned = kwargs.get("identity_token") is not None or "shard_id" in (
-            kwargs.get("bind_arguments") or {}
+        pinned = (
+            kwargs.get("identity_token") is not None
+            or "shard_id" in (kwargs.get("bind_arguments") or {})
+            or SHARD_ID_OPTION in (kwargs.get("execution_options") or {})
         )
         mapper = None if pinned else self._follower_mapper(entity)
         if mapper is not None:
@@ -233,7 +263,7 @@ class ShardedIdSession(ShardedWritesMixin):
         shards = self.shard_names
         # Session.get's defaults as AsyncSession.get passes them (identity_token=None,
         # with_for_update=None, ...) are no request: only arguments given count.
-        kwargs = {name: value for name, value in kwargs.items() if value}
+        kwargs = {name: value for name, value in kwargs.items() if not _left_unset(value)}
         kwargs.pop("identity_token", None)  # given, the caller pinned a shard: not here
         for shard in shards:
             key = mapper.identity_key_from_primary_key(identity, identity_token=shard)
@@ -596,6 +626,14 @@ def _parent_through(mapper: Mapper[Any], instance: Any, column: Any) -> tuple[An
 
 
 _NO_ID = object()  # get(): the identity is no id at all
+
+
+def _left_unset(value: Any) -> bool:
+    """A ``Session.get`` argument at its default: None, False or empty (a lock is a
+    ``ForUpdateArg``, a clause whose truth is not defined)."""
+    if value is None or value is False:
+        return True
+    return isinstance(value, (Mapping, list, tuple)) and not value
 
 
 def _identity_tuple(mapper: Mapper[Any], ident: Any) -> tuple[Any, ...] | None:
