@@ -4,7 +4,7 @@ SQLAlchemy: a release that changes one fails here, by name."""
 from __future__ import annotations
 
 from sqlalchemy import create_engine, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from uid_fields.sqlalchemy import compat
 
@@ -62,3 +62,23 @@ def test_streamed_rows_round_trip() -> None:
             (2, "c"),
             (1, "c"),
         ]
+
+
+def test_legacy_get_arguments_are_what_query_get_hands_the_session() -> None:
+    engine = create_engine("sqlite://")
+    with Session(engine) as session:
+        query = (
+            session.query(Order)
+            .options(joinedload(Order.items))
+            .populate_existing()
+            .with_for_update(nowait=True)
+            .execution_options(_sa_shard_id="shard_1")
+        )
+        mapper, arguments = compat.legacy_get_arguments(query)
+        assert mapper is Order.__mapper__
+        assert len(arguments["options"]) == 1 and arguments["populate_existing"] is True
+        assert arguments["with_for_update"].nowait
+        assert arguments["execution_options"][compat.SHARD_ID_OPTION] == "shard_1"
+        plain = compat.legacy_get_arguments(session.query(Order))[1]
+        assert plain["options"] == [] and plain["with_for_update"] is None
+        assert not plain["populate_existing"]

@@ -9,16 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import String, func, inspect, select, text
+from sqlalchemy import BigInteger, ForeignKey, String, func, inspect, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from uid_fields import TWITTER, SnowflakeGenerator
+from uid_fields import INSTAGRAM, TWITTER, ShardedIdGenerator, SnowflakeGenerator
 
 flask = pytest.importorskip("flask", reason="the flask extra (flask, flask-sqlalchemy)")
 pytest.importorskip("flask_sqlalchemy", reason="the flask extra (flask, flask-sqlalchemy)")
 
-from uid_fields.sqlalchemy import SnowflakeField  # noqa: E402
+from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField  # noqa: E402
 from uid_fields.sqlalchemy.flask import ShardedSQLAlchemy  # noqa: E402
+from uid_fields.sqlalchemy.types import SnowflakeType  # noqa: E402
+
+from .conftest import recording  # noqa: E402
 
 SHARDS = [f"shard_{i}" for i in range(4)]
 
@@ -36,6 +39,26 @@ class Note(db.Model):  # type: ignore[name-defined,misc]
         generator=SnowflakeGenerator(TWITTER, worker=7), primary_key=True
     )
     body: Mapped[str] = mapped_column(String(40))
+
+
+class Remark(db.Model):  # type: ignore[name-defined,misc]
+    """A follower: a snowflake id of its own that names no shard; lives with its note."""
+
+    __tablename__ = "flask_remarks"
+    id: Mapped[int] = SnowflakeField(
+        generator=SnowflakeGenerator(TWITTER, worker=8), primary_key=True
+    )
+    note_id: Mapped[int] = mapped_column(SnowflakeType(), ForeignKey("flask_notes.id"))
+
+
+class Card(db.Model):  # type: ignore[name-defined,misc]
+    """Placed by its deck (a shard key): a page of one deck's cards is one shard's."""
+
+    __tablename__ = "flask_cards"
+    id: Mapped[int] = ShardedBigIntField(
+        generator=ShardedIdGenerator(INSTAGRAM), shard_key="deck_id", primary_key=True
+    )
+    deck_id: Mapped[int] = mapped_column(BigInteger)
 
 
 @pytest.fixture
@@ -105,3 +128,58 @@ def test_choosers_and_unknown_shard_binds_are_refused(app: Any) -> None:
     other.init_app(second)
     with second.app_context(), pytest.raises(ValueError, match="nowhere"):
         other.session.get(Note, 1)
+
+
+def _decks_on_every_shard() -> dict[int, str]:
+    """Seven cards per deck, decks until every shard holds one: deck -> shard."""
+    decks: dict[int, str] = {}
+    for deck in range(1, 40):
+        cards = [Card(deck_id=deck) for _ in range(7)]
+        db.session.add_all(cards)
+        db.session.flush()
+        decks[deck] = db.session.shard_of(cards[0])
+    db.session.commit()
+    assert set(decks.values()) == set(SHARDS)
+    return decks
+
+
+def test_paginate_of_one_deck_reads_its_shard(app: Any) -> None:
+    decks = _decks_on_every_shard()
+    db.session.expunge_all()
+    for deck, shard in list(decks.items())[:4]:
+        with recording({name: db.engines[name] for name in SHARDS}) as log:
+            page = db.paginate(
+                select(Card).where(Card.deck_id == deck).order_by(Card.id), page=2, per_page=3
+            )
+            assert page.total == 7 and page.pages == 3
+            assert len(page.items) == 3 and {c.deck_id for c in page.items} == {deck}
+            legacy = Card.query.filter(Card.deck_id == deck).order_by(Card.id)
+            last = legacy.paginate(page=3, per_page=3)
+            assert last.total == 7
+            assert [c.id for c in last.items] == [c.id for c in legacy.all()[6:]]
+            assert Card.query.filter_by(deck_id=deck).count() == 7
+            assert log.engines_used() == {shard}
+
+
+@pytest.mark.filterwarnings("ignore::sqlalchemy.exc.LegacyAPIWarning")  # Query.get_or_404
+def test_get_or_404_of_a_follower_asks_every_shard(app: Any) -> None:
+    notes = [Note(body=str(i)) for i in range(12)]
+    db.session.add_all(notes)
+    db.session.flush()
+    remarks = [Remark(note_id=note.id) for note in notes]
+    db.session.add_all(remarks)
+    db.session.commit()
+    wanted = {remark.id: db.session.shard_of(remark) for remark in remarks}
+    assert set(wanted.values()) == set(SHARDS)
+    db.session.expunge_all()
+    for remark_id, shard in wanted.items():
+        assert db.session.shard_of(db.get_or_404(Remark, remark_id)) == shard
+        db.session.expunge_all()
+        assert db.session.shard_of(Remark.query.get_or_404(remark_id)) == shard
+    for missing in (
+        lambda: db.get_or_404(Remark, Remark().id),
+        lambda: Remark.query.get_or_404(Remark().id),
+    ):
+        with pytest.raises(Exception) as raised:
+            missing()
+        assert getattr(raised.value, "code", None) == 404

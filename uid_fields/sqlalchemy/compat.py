@@ -8,7 +8,10 @@ The greenlet bridge of the asyncio extension (``greenlet_spawn`` runs sync code 
 drivers await; ``await_only`` waits for a coroutine from inside it; 2.1 also names it
 ``await_``) is imported from here too: ``sqlalchemy.util`` is not documented API; so is
 ``instance_state`` (``inspect(obj)`` without the inspection registry's dispatch, for
-hooks that run for every object built).
+hooks that run for every object built). A legacy ``Query``'s ``get()`` arguments
+(``legacy_get_arguments``) are read from its underscore attributes, as ``Query._get_impl``
+reads them, and ``SHARD_ID_OPTION`` is the execution option ``ShardedQuery.set_shard()``
+sets.
 """
 
 from __future__ import annotations
@@ -21,13 +24,20 @@ from sqlalchemy import Select
 from sqlalchemy.engine import FrozenResult, IteratorResult, Result
 from sqlalchemy.engine.result import SimpleResultMetaData
 from sqlalchemy.ext.horizontal_shard import execute_and_instances
-from sqlalchemy.orm import Mapper, Session, make_transient_to_detached, merge_frozen_result
+from sqlalchemy.orm import (
+    Mapper,
+    Query,
+    Session,
+    make_transient_to_detached,
+    merge_frozen_result,
+)
 from sqlalchemy.orm.attributes import instance_state, set_committed_value
 from sqlalchemy.sql.elements import _label_reference, _textual_label_reference
 from sqlalchemy.sql.schema import Column
 from sqlalchemy.util import await_only, greenlet_spawn
 
 __all__ = [
+    "SHARD_ID_OPTION",
     "STATEMENT_EVENTS",
     "SelectParts",
     "await_only",
@@ -41,6 +51,7 @@ __all__ = [
     "is_plain_select",
     "joined_relationships",
     "label_reference",
+    "legacy_get_arguments",
     "loaded_object",
     "object_result",
     "observed",
@@ -151,6 +162,25 @@ def rows_result(keys: list[str], rows: list[tuple[Any, ...]]) -> Result[Any]:
 def is_plain_select(clause: Any) -> bool:
     """A SELECT without ``FOR UPDATE``: one a replica may answer."""
     return isinstance(clause, Select) and clause._for_update_arg is None
+
+
+#: The execution option ``ShardedQuery.set_shard(shard)`` pins a legacy query's shard with.
+SHARD_ID_OPTION = "_sa_shard_id"
+
+
+def legacy_get_arguments(query: Query[Any]) -> tuple[Mapper[Any], dict[str, Any]]:
+    """What a legacy ``query.get(ident)`` asks: the one mapper the query selects, and
+    ``Session.get``'s arguments as ``Query._get_impl`` hands them to the session (loader
+    options, ``populate_existing``, the lock, execution options). Raises as
+    ``Query.get`` does for a query with criteria or of anything but one entity."""
+    query._no_criterion_assertion("get", order_by=False, distinct=False)
+    mapper = query._only_full_mapper_zero("get")
+    return mapper, {
+        "options": list(query._with_options),
+        "populate_existing": query.load_options._populate_existing,
+        "with_for_update": query._for_update_arg,
+        "execution_options": dict(query._execution_options),
+    }
 
 
 def has_options(statement: Select[Any]) -> bool:

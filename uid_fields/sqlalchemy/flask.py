@@ -23,19 +23,18 @@ except ModuleNotFoundError as exc:  # name the extra, not just the module
     raise missing("flask_sqlalchemy", exc) from exc
 
 from flask_sqlalchemy.query import Query as FlaskQuery
-from sqlalchemy.ext.horizontal_shard import ShardedQuery
 from sqlalchemy.orm import scoped_session, sessionmaker
 from sqlalchemy.util import ScopedRegistry
 
 from ..placement.shards import ShardMap
-from .session import ShardedIdSession, refuse_choosers
+from .session import ShardedIdQuery, ShardedIdSession, refuse_choosers
 
 __all__ = ["FlaskShardedSession", "ShardedSQLAlchemy", "ShardedScopedSession"]
 
 
-class ShardedFlaskQuery(FlaskQuery, ShardedQuery[Any]):
-    """``Model.query`` keeps Flask-SQLAlchemy's helpers (``first_or_404``, ``paginate``)
-    on the sharded session's legacy query."""
+class ShardedFlaskQuery(FlaskQuery, ShardedIdQuery[Any]):
+    """``Model.query`` keeps Flask-SQLAlchemy's helpers (``first_or_404``, ``paginate``,
+    ``get_or_404``) on the sharded session's legacy query."""
 
 
 class FlaskShardedSession(ShardedIdSession):
@@ -94,6 +93,9 @@ class ShardedSQLAlchemy(flask_sqlalchemy.SQLAlchemy):
         options.setdefault("query_cls", ShardedFlaskQuery)
         options["shard_binds"] = self.shard_binds
         options["shard_map"] = shard_map
+        # Model.query (and dynamic relationships) are made from query_class, not from
+        # the session's query_cls: the sharded one, so Model.query.get() is the session's.
+        kwargs.setdefault("query_class", ShardedFlaskQuery)
         super().__init__(app, session_options=options, **kwargs)
         # The scoped session Flask-SQLAlchemy made, rebuilt as one that also passes on
         # the sharded session's own methods.

@@ -7,7 +7,8 @@ has no uid column, and also when its own ids name no shard (a snowflake child wi
 map of its own). Every answer comes from the core's ``uid_fields.placement``. Criteria
 route a statement when every row it can match lives on known shards: ``id == x``,
 ``id IN (...)``, a sharded table's ``shard_key == k``, or a routed foreign key, combined
-with AND (intersection) and OR (union). Anything else is unconstrained: a fan-out.
+with AND (intersection) and OR (union); a SELECT that reads only FROM subqueries is
+confined as their criteria are. Anything else is unconstrained: a fan-out.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import inspect
+from sqlalchemy import CTE, Alias, CompoundSelect, Join, Select, Subquery, inspect
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import (
     BinaryExpression,
@@ -211,6 +212,54 @@ class Router:
                     if shards is not None:
                         return shards
         return None
+
+    def statement_shards(self, statement: Any, params: Mapping[str, Any]) -> set[str] | None:
+        """The shards holding every row ``statement`` can read; None when unconstrained.
+
+        Its WHERE criteria, and for a SELECT those of its FROM subqueries: a subquery's
+        rows are only on the shards its own criteria name, so a statement that reads
+        nothing but such subqueries (``Query.count()``'s ``SELECT count(*) FROM (SELECT
+        ... WHERE owner_id = :k)``, Flask-SQLAlchemy's page count) is confined to them.
+        One FROM that may hold rows anywhere (a table, a subquery without criteria, the
+        outer side of an outer join) leaves only the WHERE to confine the statement; a
+        WHERE that confines it is the answer (the FROMs would only narrow it).
+        """
+        where = self.criteria_shards(getattr(statement, "whereclause", None), params)
+        if where is not None:
+            # The FROMs could only narrow it further, and reading an ORM statement's
+            # FROM list runs the ORM's compilation: not for every routed statement.
+            return where
+        if isinstance(statement, CompoundSelect):
+            # UNION, INTERSECT, EXCEPT: every row comes from one of the SELECTs.
+            combined = any_of(self.statement_shards(s, params) for s in statement.selects)
+            return None if combined is None else set(combined)
+        if not isinstance(statement, Select):
+            return None
+        froms = [self._from_shards(element, params) for element in statement.get_final_froms()]
+        if not froms or any(shards is None for shards in froms):
+            return None
+        confined = all_of(froms)
+        return None if confined is None else set(confined)
+
+    def _from_shards(self, element: Any, params: Mapping[str, Any]) -> set[str] | None:
+        """The shards every row of one FROM element is on; None for a table (its rows
+        may be anywhere) and for anything else this does not know."""
+        if isinstance(element, Join):
+            sides = [self._from_shards(element.left, params)]
+            sides.append(self._from_shards(element.right, params))
+            if any(side is None for side in sides):
+                return None  # the WHERE may still confine them
+            # An inner join's rows have both sides on their shard; an outer join's only
+            # one of them, so either side's shards may hold rows.
+            combined = any_of(sides) if element.isouter or element.full else all_of(sides)
+            return None if combined is None else set(combined)
+        while isinstance(element, (Alias, Subquery, CTE)):
+            # A named subquery, and the ORM's alias of one (a legacy ``Query``'s
+            # ``from_self()``, which ``Query.count()`` uses, wraps it once more).
+            element = element.element
+        if isinstance(element, (Select, CompoundSelect)):
+            return self.statement_shards(element, params)
+        return None  # a table, or an alias of one
 
     def criteria_shards(self, clause: Any, params: Mapping[str, Any]) -> set[str] | None:
         """The shards holding every row ``clause`` can match; None when unconstrained."""

@@ -5,7 +5,8 @@ ids themselves, so no lookup table and no fan-out where the id is known:
 
 - where does this object go? Its id's shard (the id exists from construction on);
 - where can this primary key be? Exactly one shard, so ``get()`` probes one identity
-  key and runs one SELECT on one engine;
+  key and runs one SELECT on one engine (a follower's own id names none: its ``get()``
+  asks every shard, and a row on two is an error, not a choice);
 - where does this statement go? The shards its id criteria name, the parent's shard
   for a lazy load, and every shard otherwise.
 
@@ -22,13 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Table, event, inspect
+from sqlalchemy import Select, Table, event, inspect, select
 from sqlalchemy.engine import Connection, Engine, Result
-from sqlalchemy.exc import NoInspectionAvailable
+from sqlalchemy.exc import LegacyAPIWarning, MultipleResultsFound, NoInspectionAvailable
+from sqlalchemy.ext.horizontal_shard import ShardedQuery
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
-from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.elements import ClauseElement, Label
+from sqlalchemy.sql.functions import FunctionElement
 
 from .._internal.validate import integer, positive_seconds
 from ..errors import ShardRoutingError
@@ -37,9 +40,9 @@ from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import id_for_new_object
 from ..placement.shards import ShardMap
-from .compat import is_plain_select
+from .compat import SHARD_ID_OPTION, is_plain_select, legacy_get_arguments
 from .fanout import fan_out
-from .fields import FieldConfig
+from .fields import FieldConfig, field_config
 from .guard import check_writes
 from .listeners import made_for, set_made_id
 from .pages import warn_deep_offset
@@ -59,11 +62,37 @@ _O = TypeVar("_O", bound=object)
 
 __all__ = [
     "FAN_OUT",
+    "ShardedIdQuery",
     "ShardedIdSession",
     "place_on_shard",
     "sharded_session",
     "sharded_sessionmaker",
 ]
+
+
+class ShardedIdQuery(ShardedQuery[_O]):
+    """The legacy ``session.query(Model)`` of a sharded session.
+
+    ``Query.get()`` goes to ``Session._get_impl`` directly, past the session's ``get()``;
+    a follower's (whose id names no shard) is the session's ``get()`` here, so it asks
+    every shard as ``session.get()`` does (Flask-SQLAlchemy's ``Model.query.get_or_404``
+    calls it). Every other class's is SQLAlchemy's own.
+    """
+
+    def get(self, ident: Any) -> _O | None:
+        session = self.session
+        if isinstance(session, ShardedIdSession):
+            mapper, kwargs = legacy_get_arguments(self)
+            if session._follower_mapper(mapper) is not None:
+                warnings.warn(
+                    "The Query.get() method is considered legacy as of the 1.x series of "
+                    "SQLAlchemy and becomes a legacy construct in 2.0: use Session.get()",
+                    LegacyAPIWarning,
+                    stacklevel=2,
+                )
+                found: _O | None = session.get(mapper, ident, **kwargs)
+                return found
+        return super().get(ident)
 
 
 class ShardedIdSession(ShardedWritesMixin):
@@ -130,6 +159,7 @@ class ShardedIdSession(ShardedWritesMixin):
             identity_chooser=self._choose_identity_shards,
             execute_chooser=self._choose_execute_shards,
             shards=shards,
+            query_cls=kwargs.pop("query_cls", ShardedIdQuery),
             **kwargs,
         )
         self._flush_shards: set[str] = set()
@@ -184,7 +214,92 @@ class ShardedIdSession(ShardedWritesMixin):
         normalized = self._normalized_identity(entity, ident)
         if normalized is _NO_ID:
             return None
+        pinned = (
+            kwargs.get("identity_token") is not None
+            or "shard_id" in (kwargs.get("bind_arguments") or {})
+            or SHARD_ID_OPTION in (kwargs.get("execution_options") or {})
+        )
+        mapper = None if pinned else self._follower_mapper(entity)
+        if mapper is not None:
+            identity = _identity_tuple(mapper, normalized)
+            if identity is not None:
+                return self._get_on_every_shard(entity, mapper, normalized, identity, kwargs)
         return super().get(entity, normalized, **kwargs)
+
+    def _follower_mapper(self, entity: Any) -> Mapper[Any] | None:
+        """The mapper of ``entity`` when it is a follower whose primary key is a uid id of
+        its own that names no shard (it lives with its parent): a ``get()`` by that key
+        alone must ask every shard. None for every other class."""
+        try:
+            mapper: Mapper[Any] = inspect(entity).mapper
+        except NoInspectionAvailable:
+            return None
+        route = self._route_of(mapper)
+        if route is None or not route.by_parent:
+            return None
+        columns = list(mapper.primary_key)
+        if any(column is route.column for column in columns):
+            return None  # the parent's id is part of the key: get() goes to its shard
+        # Only uid ids are unique over the shards; a plain integer key may be on each.
+        if not any(field_config(column) is not None for column in columns):
+            return None
+        return mapper
+
+    def _get_on_every_shard(
+        self,
+        entity: type[_O] | Mapper[_O],
+        mapper: Mapper[Any],
+        ident: Any,
+        identity: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> _O | None:
+        """``get()`` of a follower: the identity map under each shard's token, then one
+        SELECT per shard, as ``on_all_shards`` runs them (at once on server databases).
+
+        An object already in the identity map names its shard, which alone is asked
+        (``populate_existing``, an expired object). A row found on two shards is a
+        placement error: neither is the row the key names, so none is picked.
+        """
+        shards = self.shard_names
+        # Session.get's defaults as AsyncSession.get passes them (identity_token=None,
+        # with_for_update=None, ...) are no request: only arguments given count.
+        kwargs = {name: value for name, value in kwargs.items() if not _left_unset(value)}
+        kwargs.pop("identity_token", None)  # given, the caller pinned a shard: not here
+        for shard in shards:
+            key = mapper.identity_key_from_primary_key(identity, identity_token=shard)
+            if key in self.identity_map:
+                return super().get(entity, ident, identity_token=shard, **kwargs)
+        if set(kwargs) - {"options", "populate_existing", "execution_options"}:
+            # FOR UPDATE must lock in this session's transaction, and bind arguments are
+            # the session's: each shard through the session, one after another.
+            found: list[_O] = []
+            for shard in shards:
+                obj = super().get(entity, ident, identity_token=shard, **kwargs)
+                if obj is not None:
+                    found.append(obj)
+        else:
+            criteria = [
+                column == value for column, value in zip(mapper.primary_key, identity, strict=True)
+            ]
+            statement = select(mapper).where(*criteria)
+            if kwargs.get("options"):
+                statement = statement.options(*kwargs["options"])
+            options = dict(kwargs.get("execution_options") or {})
+            if kwargs.get("populate_existing"):
+                options["populate_existing"] = True
+            result = self.on_all_shards(statement, execution_options=options)
+            found = list(result.scalars())
+        if len(found) > 1:
+            held = sorted((self.shard_of(obj) for obj in found), key=self.router.order)
+            for obj in found:
+                self.expunge(obj)
+            raise MultipleResultsFound(
+                f"{mapper.class_.__name__} {identity if len(identity) > 1 else identity[0]} "
+                f"is on {' and '.join(held)}: a row lives on its parent's shard only, so "
+                "this is a placement error (a copy left behind by a move or a manual "
+                "write); delete the row that is not with its parent"
+            )
+        return found[0] if found else None
 
     def _normalized_identity(self, entity: Any, ident: Any) -> Any:
         """``ident`` with each uid-typed value as its column's type; ``_NO_ID`` when one
@@ -376,7 +491,7 @@ class ShardedIdSession(ShardedWritesMixin):
         if instance is not None:
             assert mapper is not None
             return self._place(mapper, instance)
-        shards = self.router.criteria_shards(_where(clause), {})
+        shards = self.router.statement_shards(clause, {})
         if shards is not None and len(shards) == 1:
             return next(iter(shards))
         if getattr(self, "_flushing", False) and len(self._flush_shards) == 1:
@@ -424,7 +539,7 @@ class ShardedIdSession(ShardedWritesMixin):
                 # A lazy load names the rows it wants: a many-to-one target is found by
                 # its own id (it may live elsewhere); otherwise the parent's shard.
                 params = context.parameters if isinstance(context.parameters, Mapping) else {}
-                named = self.router.criteria_shards(_where(context.statement), params)
+                named = self.router.statement_shards(context.statement, params)
                 if named:
                     return sorted(named, key=self.router.order)
                 return [str(parent.key[2])]
@@ -435,7 +550,7 @@ class ShardedIdSession(ShardedWritesMixin):
                 "the rows by shard"
             )
         params = context.parameters if isinstance(context.parameters, Mapping) else {}
-        shards = self.router.criteria_shards(_where(context.statement), params)
+        shards = self.router.statement_shards(context.statement, params)
         if shards is None:
             if self.router.default_shard is not None and not any(
                 self._route_of(m) for m in context.all_mappers
@@ -452,6 +567,22 @@ class ShardedIdSession(ShardedWritesMixin):
             )
         if not shards:  # contradictory criteria match nothing: any one shard says so
             return self.shard_names[:1]
+        if (
+            len(shards) > 1
+            and self.strict
+            and not context.execution_options.get(FAN_OUT)
+            and _aggregates(context.statement)
+        ):
+            # Each shard would answer with its own count: ShardedSession hands them back
+            # one after another, and .scalar() (Query.count(), a paginate() total)
+            # would read the first shard's as the answer.
+            raise ShardRoutingError(
+                f"this aggregate reads rows of {len(shards)} shards "
+                f"({', '.join(sorted(shards, key=self.router.order))}), and each would "
+                "answer with its own rows' value, one after another: fan out with "
+                "session.on_all_shards(statement), which adds counts and sums up and "
+                "combines min() and max(), or ask one shard at a time"
+            )
         return sorted(shards, key=self.router.order)
 
 
@@ -497,6 +628,31 @@ def _parent_through(mapper: Mapper[Any], instance: Any, column: Any) -> tuple[An
 _NO_ID = object()  # get(): the identity is no id at all
 
 
+def _left_unset(value: Any) -> bool:
+    """A ``Session.get`` argument at its default: None, False or empty (a lock is a
+    ``ForUpdateArg``, a clause whose truth is not defined)."""
+    if value is None or value is False:
+        return True
+    return isinstance(value, (Mapping, list, tuple)) and not value
+
+
+def _identity_tuple(mapper: Mapper[Any], ident: Any) -> tuple[Any, ...] | None:
+    """The primary key values of a ``get()`` identity (a value, a tuple, a mapping by
+    attribute name) in the mapper's order; None when one is missing or None (left to
+    ``Session.get``, which says what is wrong)."""
+    columns = list(mapper.primary_key)
+    if isinstance(ident, Mapping):
+        keys = [mapper.get_property_by_column(c).key for c in columns]
+        values = tuple(ident.get(key) for key in keys)
+    elif isinstance(ident, (tuple, list)):
+        values = tuple(ident)
+    else:
+        values = (ident,)
+    if len(values) != len(columns) or any(value is None for value in values):
+        return None
+    return values
+
+
 def refuse_choosers(kwargs: Mapping[str, Any]) -> None:
     """TypeError naming SQLAlchemy's chooser arguments, which this session's routing
     replaces (they would otherwise fail inside ShardedSession as "multiple values")."""
@@ -510,8 +666,25 @@ def refuse_choosers(kwargs: Mapping[str, Any]) -> None:
         )
 
 
-def _where(statement: Any) -> ClauseElement | None:
-    return getattr(statement, "whereclause", None)
+#: Functions whose value over rows of several shards no single shard's answer is.
+_AGGREGATE_NAMES = frozenset(
+    {"count", "sum", "min", "max", "avg", "array_agg", "string_agg", "group_concat"}
+)
+
+
+def _aggregates(statement: Any) -> bool:
+    """Whether a SELECT selects an aggregate (``count(*)``, ``max(id)``, labelled or not)."""
+    if not isinstance(statement, Select):
+        return False
+    for column in statement.selected_columns:
+        element = column.element if isinstance(column, Label) else column
+        if isinstance(element, FunctionElement) and _function_name(element) in _AGGREGATE_NAMES:
+            return True
+    return False
+
+
+def _function_name(function: FunctionElement[Any]) -> str:
+    return str(getattr(function, "name", "")).lower()  # a bare FunctionElement has none
 
 
 def _is_read(clause: Any) -> bool:
