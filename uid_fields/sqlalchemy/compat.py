@@ -315,7 +315,14 @@ def has_statement_hooks(session: Session) -> bool:
     """Whether ``session`` has ``do_orm_execute`` listeners (a ``with_loader_criteria``
     filter, a soft-delete rule) besides the sharded session's own routing one: they see
     only the statements the session itself executes."""
-    return any(hook is not execute_and_instances for hook in session.dispatch.do_orm_execute)
+    return any(
+        hook is not execute_and_instances and not getattr(hook, OWN_HOOK, False)
+        for hook in session.dispatch.do_orm_execute
+    )
+
+
+#: The attribute that marks the adapter's own ``do_orm_execute`` hooks.
+OWN_HOOK = "uid_fields_own_hook"
 
 
 def observed(engine: Any, *, own: int = 0) -> bool:

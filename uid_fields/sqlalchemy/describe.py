@@ -57,7 +57,7 @@ from .compat import (
 )
 from .routing import Router
 
-__all__ = ["Described", "describe", "shard_select"]
+__all__ = ["AGGREGATES", "Described", "describe", "function_name", "shard_select"]
 
 #: Aggregates (by lower-case name) in any dialect; the planner decides which combine.
 AGGREGATES = frozenset(
@@ -193,7 +193,7 @@ def _unwrap(element: Any) -> Any:
     return element
 
 
-def _function_name(element: Any) -> str | None:
+def function_name(element: Any) -> str | None:
     element = _unwrap(element)
     if isinstance(element, FunctionFilter):
         element = element.func
@@ -234,8 +234,13 @@ class _Describer:
             return [*self._from(item.left), *self._from(item.right)]
         if isinstance(item, Table):
             return [item]
-        if isinstance(item, Subquery) and isinstance(item.element, Select):
-            self.inline_subquery(item.element)
+        inner = item
+        while isinstance(inner, (Subquery, Alias)) and isinstance(
+            _plain(inner.element), (Subquery, Alias, Select)
+        ):
+            inner = _plain(inner.element)  # a subquery, or the ORM's alias of one
+        if isinstance(inner, Select):
+            self.inline_subquery(inner)
             return [item]
         if isinstance(item, Alias) and isinstance(_plain(item.element), Table):
             return [item]
@@ -306,7 +311,7 @@ class _Describer:
         return any(self._has_aggregate(c) for c in columns)
 
     def _has_aggregate(self, element: Any) -> bool:
-        if _function_name(element) in AGGREGATES:
+        if function_name(element) in AGGREGATES:
             return True
         if isinstance(element, (ScalarSelect, Exists, Select)):
             return False
@@ -341,7 +346,7 @@ class _Describer:
                 inner = right.element if isinstance(right, ScalarSelect) else right
                 self.subquery(inner, link=element.left, kind="IN")
                 return
-        name = _function_name(element)
+        name = function_name(element)
         if name is not None:
             if name in AGGREGATES and not allow_aggregates:
                 self.refuse(f"the aggregate {name}() inside an expression")
@@ -481,7 +486,7 @@ def _add_output(
     described: Described, outputs: list[planner.Output], column: Any, *, hidden: bool
 ) -> int:
     element = _unwrap(column)
-    name = _function_name(element)
+    name = function_name(element)
     argument = criterion = None
     distinct = False
     if name in AGGREGATES:

@@ -35,7 +35,7 @@ from ..ops import parallel, planner, streams
 from ..ops.combine import combine, distinct_rows
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 from .async_fanout import on_event_loop, read_on_loop
-from .describe import describe, shard_select
+from .describe import AGGREGATES, describe, function_name, shard_select
 from .guard import guarded
 from .routing import Router
 
@@ -170,6 +170,18 @@ def plan_fan_out(statement: Any, router: Router) -> FanOutPlan:
     return FanOutPlan(per_shard, sort, columns, window, core, texts=texts, unique=unique)
 
 
+def needs_combining(statement: Select[Any]) -> bool:
+    """Whether the rows of several shards must be combined, not just put one after
+    another, to answer ``statement``: an ORDER BY, LIMIT or OFFSET, DISTINCT, GROUP BY,
+    HAVING, an aggregate, or a joined eager load."""
+    parts = select_parts(statement)
+    if parts.order_by or parts.has_window or parts.fetch or parts.distinct or parts.group_by:
+        return True
+    if parts.having or joined_relationships(statement):
+        return True
+    return any(function_name(c) in AGGREGATES for c in statement.selected_columns)
+
+
 def _unwrap_label(column: Any) -> Any:
     return column.element if isinstance(column, Label) else column
 
@@ -281,15 +293,16 @@ def fan_out(
     statement: Any,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
+    shards: Sequence[str] | None = None,
 ) -> Result[Any]:
-    """``statement`` run on every shard of ``session`` and the answers merged: at once
-    (on the core's bounded pool, a connection per shard; over async drivers, one task per
-    shard on the event loop) where that is safe, else one shard after another through
-    the session."""
+    """``statement`` run on every shard of ``session`` (or on ``shards``, those its
+    criteria name) and the answers merged: at once (on the core's bounded pool, a
+    connection per shard; over async drivers, one task per shard on the event loop) where
+    that is safe, else one shard after another through the session."""
     plan = plan_fan_out(statement, session.router)
-    shards = list(session.shard_names)
+    shards = list(session.shard_names if shards is None else shards)
     if not plan.combined and not plan.core.distinct and _streams(plan.per_shard, options):
-        streamed = _stream(session, plan, params, options)
+        streamed = _stream(session, plan, params, options, shards)
         if streamed is not None:
             return streamed
     if _in_parallel(session, plan.per_shard):
@@ -525,6 +538,7 @@ def _stream(
     plan: FanOutPlan,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
+    shards: list[str],
 ) -> Result[Any] | None:
     """The fan-out as a stream (``ops.streams``): each shard's result read lazily (a
     server-side cursor where the driver has one, ``yield_per`` rows at a time), merged
@@ -535,7 +549,6 @@ def _stream(
     fan-out's own (released when the stream ends or its result is closed); objects
     through the session, for its identity map, on the session's connections.
     """
-    shards = list(session.shard_names)
     if not shards:
         return None
     dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]

@@ -40,8 +40,8 @@ from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import id_for_new_object
 from ..placement.shards import ShardMap
-from .compat import SHARD_ID_OPTION, is_plain_select, legacy_get_arguments
-from .fanout import fan_out
+from .compat import OWN_HOOK, SHARD_ID_OPTION, is_plain_select, legacy_get_arguments
+from .fanout import fan_out, needs_combining
 from .fields import FieldConfig, field_config
 from .guard import check_writes
 from .listeners import made_for, set_made_id
@@ -585,9 +585,42 @@ class ShardedIdSession(ShardedWritesMixin):
             )
         return sorted(shards, key=self.router.order)
 
+    def _combined_over_named_shards(self, state: ORMExecuteState) -> Result[Any] | None:
+        """A SELECT whose criteria name several shards (``owner_id IN (a, b)``, ids of
+        many shards) and that needs combining (ORDER BY, LIMIT, DISTINCT, GROUP BY,
+        aggregates): planned and merged over those shards as ``on_all_shards`` merges
+        every shard. ShardedSession would hand back each shard's rows one after another:
+        ``LIMIT 3`` would give 3 rows per shard, unordered. None for anything else (it
+        runs as routed)."""
+        if not state.is_select or state.is_relationship_load or state.lazy_loaded_from:
+            return None
+        options = state.execution_options
+        if state.bind_arguments.get("shard_id") is not None or options.get(FAN_OUT):
+            return None
+        statement = state.statement
+        if not isinstance(statement, Select) or not needs_combining(statement):
+            return None
+        params = state.parameters if isinstance(state.parameters, Mapping) else {}
+        named = self.router.statement_shards(statement, params)
+        if named is None or len(named) < 2:
+            return None
+        shards = sorted(named, key=self.router.order)
+        return fan_out(self, statement, params, dict(state.local_execution_options), shards)
+
 
 # Hooks of every ShardedIdSession, registered once for the class rather than per
 # instance (per-instance listeners made sharded_session() 3.6x Session()).
+@event.listens_for(ShardedIdSession, "do_orm_execute")
+def _combine_named_shards(state: ORMExecuteState) -> Result[Any] | None:
+    session = state.session
+    if isinstance(session, ShardedIdSession):
+        return session._combined_over_named_shards(state)
+    return None
+
+
+setattr(_combine_named_shards, OWN_HOOK, True)  # not a user's hook (compat.has_statement_hooks)
+
+
 @event.listens_for(ShardedIdSession, "before_flush")
 def _before_flush(session: ShardedIdSession, flush_context: Any, instances: Any) -> None:
     session._before_flush(session, flush_context, instances)
