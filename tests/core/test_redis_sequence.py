@@ -52,7 +52,9 @@ def test_sequence_4095_is_the_last_of_a_unit_and_4096_waits(prefix: str) -> None
     assert after.timestamp_ms == last.timestamp_ms + 1
     assert len(clock.waits) == 1
     unit_keys = sorted(counters(prefix).items(), key=lambda kv: int(kv[0].rsplit(":", 1)[1]))
-    assert [v for _, v in unit_keys] == [4096, 1]  # 4096 was never asked for
+    # A single id reserves a block of 8: 4095 is the one of its block below the limit,
+    # and the next unit's block starts at 0.
+    assert [v for _, v in unit_keys] == [4095 + seq.block, seq.block]
 
 
 def test_reserve_clips_at_the_limit(prefix: str) -> None:
@@ -217,3 +219,24 @@ def test_php_mode_from_settings(prefix: str) -> None:
     value = gen.next_id()
     assert PHP_REDIS.decompose(value).sequence == 1
     assert counters(prefix) == {f"{prefix}{value - 1}": 1}
+
+
+def test_a_burst_of_single_ids_reserves_blocks(prefix: str) -> None:
+    """Many next_id() calls in a burst (objects built one by one) make at most one round
+    trip per 5 ids: each reservation is a block, handed out without Redis until the unit
+    ends (before: one round trip per id). Two processes' blocks never overlap."""
+    clock = ManualClock(1_767_225_600_000)
+    one = RedisSequence(URL, prefix=prefix)
+    other = RedisSequence(URL, prefix=prefix)
+    a = SnowflakeGenerator(TWITTER, datacenter=1, worker=1, sequence=one, clock=clock)
+    b = SnowflakeGenerator(TWITTER, datacenter=1, worker=1, sequence=other, clock=clock)
+    ids = []
+    for step in range(1000):
+        ids.append((a if step % 3 else b).next_id())
+        if step % 100 == 99:
+            clock.advance_ms(1)
+    assert len(set(ids)) == 1000
+    assert one.round_trips + other.round_trips <= 200
+    # What a unit leaves unused is bounded: at most block - 1 per generator and unit.
+    units = 10
+    assert sum(counters(prefix).values()) - 1000 <= 2 * units * (one.block - 1)

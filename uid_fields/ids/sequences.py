@@ -6,7 +6,8 @@ design: the sequence of each (node, time unit) is a Redis counter, so any number
 processes can share one node id. One Lua call does ``INCRBY`` + ``PEXPIRE``; a counter
 that reaches ``2**sequence_bits`` makes the generator wait for the next time unit. (The
 PHP original compared with ``>`` instead of ``>=`` and let sequence 4096 bleed into the
-worker bits.) ``next_ids(n)`` reserves its ``n`` ids with one ``INCRBY n``.
+worker bits.) ``next_ids(n)`` reserves its ``n`` ids with one ``INCRBY n``, and a single id a block of
+``block`` (8) that the generator hands out until its unit ends.
 
 ``RedisSequence(url, mode="php")`` joins a running fleet of the PHP+Redis generators:
 the same Redis keys (the id without its sequence, in decimal) and the same counters
@@ -48,6 +49,12 @@ _LATE_LOG_EVERY_S = 60.0
 #: sequence 0); ``"php"``: the PHP+Redis original's keys and counters.
 SequenceMode = Literal["uid_fields", "php"]
 MODES: tuple[SequenceMode, ...] = ("uid_fields", "php")
+
+#: Sequence numbers a reservation takes at least (``block=``): a burst of single ids costs
+#: one round trip per 8 ids, and a unit left with part of its block unused wastes at most
+#: 7 sequence numbers of that unit per generator. ``mode="php"`` takes 1 by default, as
+#: the PHP processes sharing its counters do.
+DEFAULT_BLOCK = 8
 
 #: The longest ``key_ttl_ms``: a day. A unit's counter need only outlive the clock lag
 #: between the processes sharing it (milliseconds under NTP); a key kept longer only
@@ -132,6 +139,7 @@ class RedisSequence:
         key_ttl_ms: int = 10_000,
         timeout: float = 5.0,
         max_lag_ms: int = 1000,
+        block: int | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -141,7 +149,14 @@ class RedisSequence:
             raise ValueError(f"key_ttl_ms must be 1..{MAX_KEY_TTL_MS}, got {shown(key_ttl_ms)}")
         if max_lag_ms < 1:
             raise ValueError(f"max_lag_ms must be >= 1, got {max_lag_ms}")
+        if block is None:
+            block = 1 if mode == "php" else DEFAULT_BLOCK  # PHP's fleet counts one by one
+        if not isinstance(block, int) or isinstance(block, bool) or not 1 <= block <= 4096:
+            raise ValueError(f"block must be an int from 1 to 4096, got {shown(block)}")
         self.url = url
+        #: Sequence numbers taken per call at least: a process building objects one by
+        #: one holds the rest of its unit's block and makes no round trip for them.
+        self.block = block
         self.mode: SequenceMode = mode
         if prefix is None:
             prefix = "" if mode == "php" else "uid_fields:seq:"
@@ -211,7 +226,7 @@ class RedisSequence:
     def reserve(
         self, space: str, unit: int, count: int, limit: int, *, base: int = 0, last_ms: int = 0
     ) -> range:
-        count = max(1, count)
+        count = max(1, count, self.block)
         self._client_for_pid()
         key = self.key(space, unit, base)
         try:
