@@ -16,9 +16,12 @@ POSTGRES_URL = os.environ.get(
 )
 MYSQL_URL = os.environ.get("UID_FIELDS_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 REDIS_URL = os.environ.get("UID_FIELDS_REDIS_URL", "redis://127.0.0.1:6379/0")
-# Two test runs against the same servers (two checkouts) keep apart by naming their fixed
-# databases differently: UID_FIELDS_TEST_NAMESPACE=a gives uidf_sa_a_0 instead of uidf_sa_0.
-NAMESPACE = os.environ.get("UID_FIELDS_TEST_NAMESPACE", "")
+# Test runs against the same servers (two checkouts, two CI jobs) keep apart: each run
+# names its databases with a namespace of its own, uidf_sa_r1234_0 rather than uidf_sa_0,
+# and drops only those. UID_FIELDS_TEST_NAMESPACE=a picks one (uidf_sa_a_0); without it
+# the run's process id does, set in the environment so the processes a test starts use
+# the same names.
+NAMESPACE = os.environ.setdefault("UID_FIELDS_TEST_NAMESPACE", f"r{os.getpid()}")
 
 
 def database_name(base: str, index: int) -> str:
