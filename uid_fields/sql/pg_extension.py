@@ -37,8 +37,8 @@ __all__ = [
     "NEXT_ID_SIGNATURE",
     "build_and_install",
     "check_statement",
-    "grant_statement",
     "extension_problem",
+    "grant_statement",
     "problem_query",
     "source_dir",
 ]
