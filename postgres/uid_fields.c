@@ -323,7 +323,13 @@ reclaim_states(void)
 
 		if (key->database == MyDatabaseId)
 		{
-			if (!ConditionalLockRelationOid(key->sequence, ShareLock))
+			/*
+			 * Not on a standby, which takes no lock stronger than RowExclusiveLock (its
+			 * backends use AccessShareLock, and only check-db's last_issued() runs
+			 * there): its dropped sequences' entries stay until a restart.
+			 */
+			if (RecoveryInProgress() ||
+				!ConditionalLockRelationOid(key->sequence, ShareLock))
 				continue;		/* in use, so it exists */
 			if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(key->sequence)))
 				freed |= remove_state(key);
@@ -409,9 +415,10 @@ find_state(Oid sequence)
 	/*
 	 * Held to the end of the transaction, as nextval() holds it: the sequence is not
 	 * dropped, nor its entry freed, while this backend uses it. Taking it also reads the
-	 * invalidations sent so far (a REVOKE's).
+	 * invalidations sent so far (a REVOKE's). A standby allows no RowExclusiveLock; there
+	 * nothing but the replay drops a sequence, which AccessShareLock holds off too.
 	 */
-	LockRelationOid(sequence, RowExclusiveLock);
+	LockRelationOid(sequence, RecoveryInProgress() ? AccessShareLock : RowExclusiveLock);
 	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(sequence));
 	if (!HeapTupleIsValid(tuple))
 		ereport(ERROR,
