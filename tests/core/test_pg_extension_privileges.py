@@ -16,7 +16,8 @@ small table (32 states, so filling it takes a moment):
   transaction on, in a session that already used it;
 - an install by a role that may not run the extension's functions stops naming the
   superuser's ``GRANT``; a superuser's install grants them to the role that owns the
-  per-table function.
+  per-table function; an install that may not grant them warns about an owner of the
+  state sequence without them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pytest
 
 from tests.postgres_servers import PostgresCluster, c_library, create_extension, postgres_cluster
 from uid_fields import INSTAGRAM
+from uid_fields.sql.pg_extension import extension_problem
 from uid_fields.sql.postgres import NextIdFunction
 
 MAX_STATES = 32
@@ -197,6 +199,9 @@ def test_an_install_without_the_grant_names_it(cluster: PostgresCluster) -> None
         assert "superuser" in said, said
         missing = conn.execute("SELECT to_regclass('uid_refused_state')").fetchone()
         assert missing == (None,)
+        # check-db asks the same question
+        problem = extension_problem(conn.cursor())
+        assert problem and "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA uid_fields" in problem
 
 
 def test_a_superusers_install_grants_the_functions_to_the_owner(
@@ -220,3 +225,26 @@ def test_a_superusers_install_grants_the_functions_to_the_owner(
         _install(admin, "uid_owned")
     with _as(cluster, role, role) as conn:
         assert _id(conn, "uid_owned") > 0
+
+
+def test_an_install_that_may_not_grant_warns_about_an_owner_without_the_grant(
+    cluster: PostgresCluster,
+) -> None:
+    """The installing role may run the functions but not grant them, and the state
+    sequence belongs to another role that may not run them: the install goes through
+    and warns, naming the superuser's GRANT for that owner."""
+    owner = "uidf_priv_seq_owner"
+    with _admin(cluster.url) as admin:
+        admin.execute(f"CREATE ROLE {owner}")
+    with _admin(cluster.database_url("uidf_priv_app")) as admin:
+        admin.execute("CREATE SEQUENCE uid_foreign_state AS bigint MINVALUE 0 START 0")
+        admin.execute(f"ALTER SEQUENCE uid_foreign_state OWNER TO {owner}")
+        admin.execute(f"GRANT SELECT, UPDATE ON uid_foreign_state TO {APP}")
+    warnings: list[str] = []
+    with _as(cluster, APP, "uidf_priv_app") as app:
+        app.add_notice_handler(lambda notice: warnings.append(str(notice.message_primary)))
+        _install(app, "uid_foreign")
+        assert _id(app, "uid_foreign") > 0
+    said = [w for w in warnings if owner in w]
+    assert len(said) == 1, warnings
+    assert f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA uid_fields TO {owner};" in said[0]
