@@ -27,6 +27,19 @@
  *  - search_path: the state sequence is passed as a regclass the SQL wrapper resolved with
  *    its schema at install time.
  *
+ * Who may use it (issue 37). The states share one fixed table of max_states entries with
+ * every database of the server, so taking one is guarded: the extension's functions are
+ * not executable by PUBLIC (uid_fields--1.1.sql; the installer grants them), the state
+ * must be a permanent sequence the caller may UPDATE (a TEMP one's entry would outlive
+ * it; an unlogged one loses its ceiling in a crash), each database may hold at most
+ * uid_fields.max_states_per_database entries, and when a database or the server is full
+ * the entries of dropped sequences (and of dropped databases) are freed and used again.
+ * A backend uses an entry only while it holds a RowExclusiveLock on its sequence (taken
+ * once per transaction, as nextval() does), so no entry is freed under a backend that
+ * uses it. The permission is asked again in each transaction (and after a relcache
+ * invalidation of the sequence, which a GRANT or REVOKE sends): a REVOKE takes effect
+ * in the next transaction at the latest.
+ *
  * Shared memory needs the library in shared_preload_libraries; loading it any other way
  * is refused with a message that says so.
  *
@@ -41,12 +54,16 @@
 
 #include <limits.h>
 
+#include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/pg_class.h"
+#include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
@@ -55,13 +72,15 @@
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/acl.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 PG_MODULE_MAGIC;
 
-#define UID_FIELDS_VERSION "1.0"
+#define UID_FIELDS_VERSION "1.1"
 
 #define PRELOAD_HINT "Add uid_fields to shared_preload_libraries in postgresql.conf " \
 	"(shared_preload_libraries = 'uid_fields') and restart the server."
@@ -90,6 +109,11 @@ typedef struct StateEntry
 	pg_atomic_uint32 loaded;
 } StateEntry;
 
+/*
+ * What this backend looked up in the current transaction, which holds a RowExclusiveLock
+ * on each sequence here: emptied at the end of every transaction, of an aborted
+ * subtransaction (whose locks are gone) and by a relcache invalidation of the sequence.
+ */
 typedef struct CachedState
 {
 	Oid			sequence;
@@ -98,6 +122,7 @@ typedef struct CachedState
 } CachedState;
 
 static int	max_states = 1024;
+static int	max_states_per_database = 0;	/* 0: a quarter of max_states */
 static int	clock_offset_ms = 0;
 static char *loaded_version = NULL;
 
@@ -112,6 +137,10 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
+static void forget_states(XactEvent event, void *arg);
+static void forget_subxact_states(SubXactEvent event, SubTransactionId sub,
+								  SubTransactionId parent, void *arg);
+static void forget_relation(Datum arg, Oid relid);
 
 PG_FUNCTION_INFO_V1(uid_fields_next_id);
 PG_FUNCTION_INFO_V1(uid_fields_reset_state);
@@ -163,6 +192,11 @@ _PG_init(void)
 							"How many next_id() state sequences the server can serve.",
 							NULL, &max_states, 1024, 16, 1000000, PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("uid_fields.max_states_per_database",
+							"How many of the next_id() states one database can hold.",
+							"0: a quarter of uid_fields.max_states.",
+							&max_states_per_database, 0, 0, 1000000, PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("uid_fields.clock_offset_ms",
 							"Added to the clock next_id() reads (to test clock faults).",
 							NULL, &clock_offset_ms, 0, INT_MIN, INT_MAX, PGC_SUSET,
@@ -182,6 +216,36 @@ _PG_init(void)
 #endif
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = startup_shmem;
+	RegisterXactCallback(forget_states, NULL);
+	RegisterSubXactCallback(forget_subxact_states, NULL);
+	CacheRegisterRelcacheCallback(forget_relation, (Datum) 0);
+}
+
+/* The end of a transaction: its locks are gone, and the permissions are asked again. */
+static void
+forget_states(XactEvent event, void *arg)
+{
+	cached = 0;
+}
+
+static void
+forget_subxact_states(SubXactEvent event, SubTransactionId sub, SubTransactionId parent,
+					  void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		cached = 0;				/* the locks it took are released */
+}
+
+/* A relcache invalidation (a GRANT, a REVOKE, an ALTER, a DROP of the sequence). */
+static void
+forget_relation(Datum arg, Oid relid)
+{
+	int			kept = 0;
+
+	for (int i = 0; i < cached; i++)
+		if (OidIsValid(relid) && cache[i].sequence != relid)
+			cache[kept++] = cache[i];
+	cached = kept;
 }
 
 static int64
@@ -198,20 +262,185 @@ unix_ms(TimestampTz at)
 	return floor_div(at, 1000) + UNIX_TO_PG_EPOCH_MS;
 }
 
+static int
+database_limit(void)
+{
+	if (max_states_per_database > 0)
+		return Min(max_states_per_database, max_states);
+	return Max(max_states / 4, 1);
+}
+
+/* Under states_lock: how many entries this database holds. */
+static int
+database_states(void)
+{
+	HASH_SEQ_STATUS scan;
+	StateEntry *entry;
+	int			count = 0;
+
+	hash_seq_init(&scan, states);
+	while ((entry = hash_seq_search(&scan)) != NULL)
+		if (entry->key.database == MyDatabaseId)
+			count++;
+	return count;
+}
+
+static bool
+remove_state(StateKey *key)
+{
+	bool		removed;
+
+	LWLockAcquire(states_lock, LW_EXCLUSIVE);
+	removed = hash_search(states, key, HASH_REMOVE, NULL) != NULL;
+	LWLockRelease(states_lock);
+	return removed;
+}
+
+/*
+ * Free the entries of this database's dropped sequences and of dropped databases (the
+ * only ones a backend can tell are gone: another database's catalog is not readable
+ * here); whether any was freed. An entry is freed only under a ShareLock on its
+ * sequence's OID, which conflicts with the RowExclusiveLock of every backend using it.
+ */
+static bool
+reclaim_states(void)
+{
+	HASH_SEQ_STATUS scan;
+	StateEntry *entry;
+	StateKey   *keys = palloc(sizeof(StateKey) * max_states);
+	int			count = 0;
+	bool		freed = false;
+
+	LWLockAcquire(states_lock, LW_SHARED);
+	hash_seq_init(&scan, states);
+	while ((entry = hash_seq_search(&scan)) != NULL)
+		if (count < max_states)
+			keys[count++] = entry->key;
+	LWLockRelease(states_lock);
+	for (int i = 0; i < count; i++)
+	{
+		StateKey   *key = &keys[i];
+
+		if (key->database == MyDatabaseId)
+		{
+			/*
+			 * Not on a standby, which takes no lock stronger than RowExclusiveLock (its
+			 * backends use AccessShareLock, and only check-db's last_issued() runs
+			 * there): its dropped sequences' entries stay until a restart.
+			 */
+			if (RecoveryInProgress() ||
+				!ConditionalLockRelationOid(key->sequence, ShareLock))
+				continue;		/* in use, so it exists */
+			if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(key->sequence)))
+				freed |= remove_state(key);
+			UnlockRelationOid(key->sequence, ShareLock);
+		}
+		else if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(key->database)))
+			freed |= remove_state(key);
+	}
+	pfree(keys);
+	return freed;
+}
+
+/* The entry of ``sequence`` in this database, made if there is none. */
 static StateEntry *
-find_state(Oid sequence)
+enter_state(Oid sequence)
 {
 	StateKey	key;
 	StateEntry *entry;
 	bool		found;
+
+	memset(&key, 0, sizeof(key));
+	key.database = MyDatabaseId;
+	key.sequence = sequence;
+	LWLockAcquire(states_lock, LW_SHARED);
+	entry = hash_search(states, &key, HASH_FIND, NULL);
+	LWLockRelease(states_lock);
+	if (entry != NULL)
+		return entry;
+	for (int attempt = 0;; attempt++)
+	{
+		bool		database_full = false;
+
+		LWLockAcquire(states_lock, LW_EXCLUSIVE);
+		entry = hash_search(states, &key, HASH_FIND, NULL);
+		if (entry == NULL)
+		{
+			if (database_states() >= database_limit())
+				database_full = true;
+			else
+			{
+				entry = hash_search(states, &key, HASH_ENTER_NULL, &found);
+				if (entry != NULL && !found)
+				{
+					pg_atomic_init_u64(&entry->last, 0);
+					pg_atomic_init_u64(&entry->ceiling, 0);
+					pg_atomic_init_u32(&entry->loaded, 0);
+				}
+			}
+		}
+		LWLockRelease(states_lock);
+		if (entry != NULL)
+			return entry;
+		if (attempt == 0 && reclaim_states())
+			continue;
+		if (database_full)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("uid_fields: database \"%s\" holds its %d next_id() states "
+							"(uid_fields.max_states_per_database)",
+							get_database_name(MyDatabaseId), database_limit()),
+					 errhint("Drop the state sequences no longer used (their states are "
+							 "then reused), or raise uid_fields.max_states_per_database "
+							 "(and uid_fields.max_states).")));
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("uid_fields: no room for another next_id() state "
+						"(uid_fields.max_states = %d)", max_states),
+				 errhint("Raise uid_fields.max_states and restart the server.")));
+	}
+}
+
+static StateEntry *
+find_state(Oid sequence)
+{
+	StateEntry *entry;
+	HeapTuple	tuple;
+	Form_pg_class form;
 	Oid			user = GetUserId();
 
 	for (int i = 0; i < cached; i++)
 		if (cache[i].sequence == sequence && cache[i].user == user)
 			return cache[i].entry;
 	/*
+	 * Held to the end of the transaction, as nextval() holds it: the sequence is not
+	 * dropped, nor its entry freed, while this backend uses it. Taking it also reads the
+	 * invalidations sent so far (a REVOKE's). A standby allows no RowExclusiveLock; there
+	 * nothing but the replay drops a sequence, which AccessShareLock holds off too.
+	 */
+	LockRelationOid(sequence, RecoveryInProgress() ? AccessShareLock : RowExclusiveLock);
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(sequence));
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("uid_fields: the state sequence of OID %u does not exist",
+						sequence)));
+	form = (Form_pg_class) GETSTRUCT(tuple);
+	if (form->relkind != RELKIND_SEQUENCE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("uid_fields: \"%s\" is not a sequence", NameStr(form->relname))));
+	if (form->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("uid_fields: the state sequence \"%s\" is %s", NameStr(form->relname),
+						form->relpersistence == RELPERSISTENCE_TEMP ? "temporary" : "unlogged"),
+				 errhint("A state lives in the server's shared memory, and its ceiling must "
+						 "survive a crash: use a permanent, logged sequence.")));
+	ReleaseSysCache(tuple);
+	/*
 	 * Whoever may write the state sequence may move its state: the functions are
-	 * executable by everyone, the sequence is not.
+	 * executable by whom the installer granted them, the sequence by its owner.
 	 */
 	if (pg_class_aclcheck(sequence, user, ACL_UPDATE) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -219,25 +448,7 @@ find_state(Oid sequence)
 				 errmsg("uid_fields: permission denied for the state sequence \"%s\"",
 						get_rel_name(sequence)),
 				 errhint("next_id() needs UPDATE on its state sequence.")));
-	memset(&key, 0, sizeof(key));
-	key.database = MyDatabaseId;
-	key.sequence = sequence;
-	LWLockAcquire(states_lock, LW_EXCLUSIVE);
-	entry = hash_search(states, &key, HASH_ENTER_NULL, &found);
-	if (entry != NULL && !found)
-	{
-		pg_atomic_init_u64(&entry->last, 0);
-		pg_atomic_init_u64(&entry->ceiling, 0);
-		pg_atomic_init_u32(&entry->loaded, 0);
-	}
-	LWLockRelease(states_lock);
-	if (entry == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("uid_fields: no room for another next_id() state "
-						"(uid_fields.max_states = %d)", max_states),
-				 errhint("Raise uid_fields.max_states and restart the server.")));
-	/* Entries never move nor go away, so a backend may keep the pointer. */
+	entry = enter_state(sequence);
 	if (cached < (int) lengthof(cache))
 	{
 		cache[cached].sequence = sequence;

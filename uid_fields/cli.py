@@ -168,7 +168,8 @@ def _pg_extension(args: argparse.Namespace) -> int:
         print(f"  {path}")
     print(
         "next: shared_preload_libraries = 'uid_fields' in postgresql.conf, restart the "
-        "server, then as a superuser in each database: CREATE EXTENSION uid_fields;"
+        "server, then as a superuser in each database: CREATE EXTENSION uid_fields; and "
+        "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA uid_fields TO <the application's role>;"
     )
     return 0
 

@@ -216,7 +216,7 @@ def test_the_regression_suite_passes(cluster: PostgresCluster, tmp_path: Path) -
 # -- an ordinary role installs next_id -----------------------------------------------------
 def _shard_databases(cluster: PostgresCluster, names: list[str]) -> list[str]:
     """Databases owned by the application's role, each with the extension a superuser
-    created in it."""
+    created in it and its functions granted to that role."""
     with _admin(cluster.url) as admin:
         exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [APP_ROLE])
         if exists.fetchone() is None:
@@ -226,6 +226,10 @@ def _shard_databases(cluster: PostgresCluster, names: list[str]) -> list[str]:
     urls = [cluster.database_url(name) for name in names]
     for url in urls:
         create_extension(url)
+        # The extension's functions are not executable by PUBLIC (issue 37): the
+        # superuser grants them to the application's role, as a deployment does.
+        with _admin(url) as admin:
+            admin.execute(f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA uid_fields TO {APP_ROLE}")
     return urls
 
 

@@ -8,11 +8,19 @@ creates its per-table functions in SQL, calling ``uid_fields.next_id(...)``: no 
 right, so managed services and ordinary migration roles can install them wherever the
 extension is there.
 
-Three things can be wrong on a database, each with its own fix, and both the install (a
+Four things can be wrong on a database, each with its own fix, and both the install (a
 statement run before the functions are created, so every adapter and ``sqlmigrate`` get
 it) and ``check-db`` ask the same one query: the library is not preloaded, the library
-or the extension's SQL is of another version than this package's, or the extension was
-never created in this database.
+or the extension's SQL is of another version than this package's, the extension was
+never created in this database, or the role may not execute its functions.
+
+Privileges (since 1.1, issue 37). The extension's functions that read or move a state are
+not executable by PUBLIC: the server's table of states is shared by every database, and
+any role with a login could fill it. A superuser grants them (``GRANT EXECUTE ON ALL
+FUNCTIONS IN SCHEMA uid_fields TO <role>``); an install run by a role that may grant
+them (a superuser, or a role granted them ``WITH GRANT OPTION``) grants them to the
+owners of the per-table functions and of the state sequence (``grant_statement``), and
+an install by a role that may not run them stops naming that GRANT.
 """
 
 from __future__ import annotations
@@ -26,9 +34,11 @@ from typing import Any
 __all__ = [
     "EXTENSION",
     "EXTENSION_VERSION",
+    "NEXT_ID_SIGNATURE",
     "build_and_install",
     "check_statement",
     "extension_problem",
+    "grant_statement",
     "problem_query",
     "source_dir",
 ]
@@ -37,7 +47,12 @@ __all__ = [
 EXTENSION = "uid_fields"
 #: The version of the extension this package's SQL calls: the control file's
 #: ``default_version`` and the library's ``UID_FIELDS_VERSION``.
-EXTENSION_VERSION = "1.0"
+EXTENSION_VERSION = "1.1"
+#: The extension's ``next_id``, as ``has_function_privilege`` names it.
+NEXT_ID_SIGNATURE = (
+    f"{EXTENSION}.next_id(regclass, integer, bigint, bigint, integer, integer, integer, "
+    "bigint, integer, bigint, bigint)"
+)
 
 _COMMAND = "python -m uid_fields pg-extension --install"
 _PRELOAD = (
@@ -79,12 +94,21 @@ def problem_query() -> str:
         f"{_COMMAND} and a restart if the server lacks that version), or install the "
         "uid_fields package that matches the extension"
     )
+    not_granted = (
+        f"role ' || quote_ident(current_user) || ' may not execute the {EXTENSION} "
+        f"extension''s functions (since version 1.1 they are not granted to PUBLIC): a "
+        f"superuser runs GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {EXTENSION} TO ' || "
+        "quote_ident(current_user) || '; in database ' || quote_ident(current_database()) "
+        "|| ', then the application''s role installs next_id again"
+    )
     return (
         "SELECT CASE "
         f"WHEN found.library IS NULL THEN {_literal(not_loaded)} "
         f"WHEN found.library <> '{v}' THEN 'uid_fields: ' || {_literal(other_library)} "
         f"WHEN found.extension IS NULL THEN 'uid_fields: ' || {_literal(missing)} "
         f"WHEN found.extension <> '{v}' THEN 'uid_fields: ' || {_literal(other_sql)} "
+        f"WHEN NOT has_function_privilege('{NEXT_ID_SIGNATURE}', 'EXECUTE') "
+        f"THEN 'uid_fields: ' || {_literal(not_granted)} "
         "END FROM (SELECT "
         f"current_setting('{EXTENSION}.loaded_version', true) AS library, "
         f"(SELECT extversion FROM pg_extension WHERE extname = '{EXTENSION}') AS extension"
@@ -100,6 +124,38 @@ def check_statement() -> str:
         f"problem := ({problem_query()}); "
         "IF problem IS NOT NULL THEN RAISE EXCEPTION USING MESSAGE = problem, "
         "ERRCODE = 'object_not_in_prerequisite_state'; END IF; END $uid_check$"
+    )
+
+
+def grant_statement(owned: list[str]) -> str:
+    """A statement that grants the extension's functions to the owner of each object of
+    ``owned`` (``"pg_proc"``/``"pg_class"`` and a name in the current schema, as
+    ``"pg_proc:name()"``) that may not execute them yet, when the running role may grant
+    them; a WARNING naming the superuser's GRANT when it may not."""
+    sources = []
+    for item in owned:
+        catalog, name = item.split(":", 1)
+        if catalog == "pg_proc":
+            sources.append(
+                "SELECT proowner FROM pg_proc WHERE oid = "
+                f"to_regprocedure(quote_ident(current_schema()) || '.{name}')"
+            )
+        else:
+            sources.append(
+                "SELECT relowner FROM pg_class WHERE oid = "
+                f"to_regclass(quote_ident(current_schema()) || '.{name}')"
+            )
+    owners = " UNION ".join(sources)
+    return (
+        "DO $uid_grant$ DECLARE grantee name; BEGIN "
+        f"FOR grantee IN SELECT pg_get_userbyid(o.owner) FROM ({owners}) AS o(owner) "
+        f"WHERE NOT has_function_privilege(o.owner, '{NEXT_ID_SIGNATURE}', 'EXECUTE') LOOP "
+        f"IF has_function_privilege('{NEXT_ID_SIGNATURE}', 'EXECUTE WITH GRANT OPTION') THEN "
+        f"EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {EXTENSION} TO %I', grantee); "
+        "ELSE RAISE WARNING USING MESSAGE = format('uid_fields: role %I, which owns this "
+        f"database''s next_id, may not execute the {EXTENSION} extension''s functions: a "
+        f"superuser runs GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA {EXTENSION} TO %I;', "
+        "grantee, grantee); END IF; END LOOP; END $uid_grant$"
     )
 
 

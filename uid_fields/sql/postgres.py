@@ -44,7 +44,7 @@ from typing import Any
 
 from .._internal import validate as check
 from ..ids.layouts import SnowflakeLayout
-from .pg_extension import EXTENSION, check_statement, extension_problem
+from .pg_extension import EXTENSION, check_statement, extension_problem, grant_statement
 
 __all__ = ["C_LIBRARY", "DEFAULT_MAX_AHEAD_MS", "LANGUAGES", "NextIdFunction", "StateCheck"]
 
@@ -315,13 +315,21 @@ END
             )
         reload, check = [], []
         if self.language == "c":
-            # The extension's functions are there, of this package's version, and the
-            # library is preloaded; or the install stops here saying which and the fix.
+            # The extension's functions are there, of this package's version, the
+            # library is preloaded and this role may execute them; or the install stops
+            # here saying which and the fix.
             check = [check_statement()]
             implementation = []
-            # What this server's memory holds from an earlier time as the C function may
-            # be below ids the PL/pgSQL function issued since: start from the sequence.
-            reload = [f"SELECT {EXTENSION}.reload_state('{self.sequence}')"]
+            # The owners of the functions and of the sequence may run the extension's
+            # functions (granted when this role may grant them: a superuser's install);
+            # then, what this server's memory holds from an earlier time as the C
+            # function may be below ids the PL/pgSQL function issued since: start from
+            # the sequence.
+            owned = [f"pg_proc:{self.name}()", f"pg_proc:{self.name}(integer)"]
+            reload = [
+                grant_statement([*owned, f"pg_class:{self.sequence}"]),
+                f"SELECT {EXTENSION}.reload_state('{self.sequence}')",
+            ]
         else:
             template = self.plpgsql_body().replace("%", "%%").replace(SCHEMA, "%1$s")
             implementation = [
