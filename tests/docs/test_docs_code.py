@@ -4,9 +4,11 @@ typed SQLAlchemy example run as a program: its types and its behaviour agree."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -79,3 +81,41 @@ def test_the_typed_sqlalchemy_example_runs(tmp_path: Path) -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
+
+
+#: A fenced block, its info string and its body.
+_FENCE = re.compile(r"^(`{3,})([^\n]*)\n(.*?)^\1\s*$", re.S | re.M)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>()`]+")
+
+
+def _foreign_hosts(text: str) -> list[str]:
+    """URLs of runnable blocks (not marked ``fragment``) whose host is not loopback."""
+    found = []
+    for block in _FENCE.finditer(text):
+        if "fragment" in block.group(2):
+            continue
+        for url in _URL.findall(block.group(3)):
+            try:
+                host = urlsplit(url).hostname
+            except ValueError:
+                host = "?"
+            if host is None or host in ("localhost", "::1") or host.startswith("127."):
+                continue
+            found.append(url)
+    return found
+
+
+def test_the_host_check_sees_a_foreign_host_only_in_a_runnable_block() -> None:
+    page = (
+        '```python\nRedisLease("redis://10.0.0.5:6379/0")\n```\n'
+        '```python fragment\nRedisLease("redis://10.0.0.6:6379/0")\n```\n'
+        '```python\nRedisLease("redis://127.0.0.1:6379/0")\n```\n'
+    )
+    assert _foreign_hosts(page) == ["redis://10.0.0.5:6379/0"]
+
+
+def test_runnable_blocks_reach_loopback_only() -> None:
+    """Run verbatim, a runnable block connects only to this machine; other hosts are
+    for blocks marked ``fragment``."""
+    for page in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
+        assert _foreign_hosts(page.read_text(encoding="utf-8")) == [], page.name
