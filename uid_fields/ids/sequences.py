@@ -6,8 +6,8 @@ design: the sequence of each (node, time unit) is a Redis counter, so any number
 processes can share one node id. One Lua call does ``INCRBY`` + ``PEXPIRE``; a counter
 that reaches ``2**sequence_bits`` makes the generator wait for the next time unit. (The
 PHP original compared with ``>`` instead of ``>=`` and let sequence 4096 bleed into the
-worker bits.) ``next_ids(n)`` reserves its ``n`` ids with one ``INCRBY n``, and a single id a block of
-``block`` (8) that the generator hands out until its unit ends.
+worker bits.) ``next_ids(n)`` reserves its ``n`` ids with one ``INCRBY n``, and a single
+id a block of ``block`` (8) that the generator hands out until its unit ends.
 
 ``RedisSequence(url, mode="php")`` joins a running fleet of the PHP+Redis generators:
 the same Redis keys (the id without its sequence, in decimal) and the same counters
