@@ -21,9 +21,9 @@ from uid_fields import (
     TWITTER,
     ConfigurationError,
     ShardedIdGenerator,
-    ShardKeyError,
     ShardMap,
     SnowflakeGenerator,
+    WrongShardError,
 )
 from uid_fields.placement import ByField, route_for
 from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField, sharded_session
@@ -183,7 +183,7 @@ def test_re_parenting_onto_another_database_is_refused(engines: dict[str, Engine
         session.commit()
         with recording(engines) as log:
             line.basket = theirs[0]
-            with pytest.raises(ShardKeyError, match="cannot change shards"):
+            with pytest.raises(WrongShardError, match="cannot change shards"):
                 session.flush()
             assert log.count(kind="UPDATE") == 0
         session.rollback()
