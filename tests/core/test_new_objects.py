@@ -167,3 +167,18 @@ def test_a_stored_rows_new_shard_key_must_keep_it_on_its_database() -> None:
     with pytest.raises(WrongShardError):
         check_key_change(placement, parent, home, by_id=True)
     check_key_change(placement, parent, placement.database_of(parent), by_id=True)
+
+
+def test_an_id_made_for_one_database_names_that_database() -> None:
+    """``new_id_on``: what a one-shard connection (a data migration) makes its ids by;
+    for every generator the database is the one asked for, never a random one."""
+    photos = _photos()
+    generator = SnowflakeGenerator(TWITTER, clock=ManualClock(NOW_MS))
+    orders = Placement(generator, ShardMap(DBS, route=route_for(generator)))
+    for placement in (photos, orders):
+        for database in DBS:
+            made = [placement.new_id_on(database) for _ in range(40)]
+            assert {placement.database_of(value) for value in made} == {database}
+            assert len(set(made)) == 40
+    home = photos.database_for_key(7)
+    assert photos.database_of(photos.new_id_on(DBS[0], 7)) == home  # the key decides

@@ -35,7 +35,7 @@ from ..placement import (
 )
 from .routing import Router, TableRoute
 
-__all__ = ["check_writes", "keys_checked"]
+__all__ = ["check_writes", "guard_router", "keys_checked"]
 
 #: Set while a sharded session flushes: per table, the (id, shard key) pairs of the rows
 #: it placed itself just before (the core's rule, id against key).
@@ -90,6 +90,13 @@ def check_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = 
         if engine not in _guards:
             event.listen(engine, "before_cursor_execute", _check)
         _guards[engine] = _Guard(name, router)
+
+
+def guard_router(engine: Engine) -> Router | None:
+    """The router ``check_writes`` checks ``engine``'s statements by (None if unguarded):
+    the tables' placements a one-shard connection makes its ids by."""
+    guard = _guards.get(engine)
+    return None if guard is None else guard.router
 
 
 def guarded(engine: Engine) -> bool:
