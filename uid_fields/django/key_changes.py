@@ -112,7 +112,7 @@ def key_change_message(instance: models.Model, value: Any = None) -> str | None:
     link = key_link(type(instance))
     if link is None:
         return None
-    field, key, _by_id = link
+    key = link[1]
     try:
         check_stored_key(instance, database, None if value is None else key_value(key, value))
     except WrongShardError as error:

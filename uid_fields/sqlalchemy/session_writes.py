@@ -21,6 +21,7 @@ from sqlalchemy import Table, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import Mapper, Session
+from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.orm.state import InstanceState
 
 from ..errors import ShardRoutingError, WrongShardError
@@ -273,7 +274,7 @@ def _parent_id(parent: Any, route: TableRoute) -> Any:
     for foreign_key in route.column.foreign_keys:
         try:
             prop = parent_mapper.get_property_by_column(foreign_key.column)
-        except Exception:  # noqa: BLE001 - not this parent's column
+        except UnmappedColumnError:  # not a column of this parent
             continue
         return getattr(parent, prop.key)
     return None
