@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 
 from tests.django.testapp.models import Customer, Order, OrderLine, Photo, Purchase
 from uid_fields import WrongShardError
-from uid_fields.django import allow_off_shard_writes
+from uid_fields.django import allow_off_shard_writes, sharded_atomic
 from uid_fields.placement import Placement
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -55,21 +55,28 @@ def _found_by_their_keys() -> None:
         assert photo.pk in set(found), f"photo {photo.pk} is lost to its key {photo.owner_id}"
 
 
+def _three(make: Any) -> tuple[Any, Any, Any]:
+    """A row, one on the same shard and one on another (made until there are both)."""
+    first = make(0)
+    same = other = None
+    for i in range(1, 400):
+        row = make(i)
+        if row._state.db == first._state.db:
+            same = same or row
+        else:
+            other = other or row
+        if same is not None and other is not None:
+            return first, same, other
+    raise AssertionError("no two rows on one shard in 400")
+
+
 def _customers() -> tuple[Customer, Customer, Customer]:
     """A customer, one on the same shard and one on another."""
-    made = [Customer.objects.create(name=str(i)) for i in range(16)]
-    first = made[0]
-    same = next(c for c in made[1:] if c._state.db == first._state.db)
-    other = next(c for c in made if c._state.db != first._state.db)
-    return first, same, other
+    return _three(lambda i: Customer.objects.create(name=str(i)))  # type: ignore[no-any-return]
 
 
 def _orders() -> tuple[Order, Order, Order]:
-    made = [Order.objects.create(note=str(i)) for i in range(16)]
-    first = made[0]
-    same = next(o for o in made[1:] if o._state.db == first._state.db)
-    other = next(o for o in made if o._state.db != first._state.db)
-    return first, same, other
+    return _three(lambda i: Order.objects.create(note=str(i)))  # type: ignore[no-any-return]
 
 
 # -- save() -------------------------------------------------------------------------------
@@ -291,3 +298,18 @@ def test_a_drf_patch_to_a_parent_on_another_shard_is_a_400_not_a_500() -> None:
     response = api.patch(url, {"customer": str(same.pk)}, format="json")
     assert response.status_code == 200, response.content
     assert Purchase.objects.filter(customer=same).get().pk == purchase.pk
+
+
+def test_moving_a_row_to_a_key_of_another_shard_is_a_copy_and_a_delete() -> None:
+    """The documented way (docs/placement.md): a copy under the new key and a delete of
+    the old row, in one transaction over both shards."""
+    _same, other = _keys()
+    old = Photo.objects.create(owner_id=OWNER, caption="moving")
+    target = _placement().database_for_key(other)
+    with sharded_atomic(old._state.db, target):
+        moved = Photo.objects.create(owner_id=other, caption=old.caption)
+        old.delete()
+    assert moved._state.db == target != old._state.db
+    assert not Photo.objects.filter(owner_id=OWNER).exists()
+    assert Photo.objects.filter(owner_id=other).get().caption == "moving"
+    _found_by_their_keys()
