@@ -19,6 +19,7 @@ from uid_fields.placement import (
     Placement,
     allow_off_shard_writes,
     check_id_change,
+    check_key_change,
     id_for_new_object,
     ids_for_new_objects,
     route_for,
@@ -143,3 +144,41 @@ def test_a_stored_rows_new_id_must_name_its_database() -> None:
     assert caught.value.expected == placement.database_of(other)
     with allow_off_shard_writes():
         check_id_change(placement, other, home)
+
+
+def test_a_stored_rows_new_shard_key_must_keep_it_on_its_database() -> None:
+    """A key change is the same disagreement as a new row's: refused unless the new key's
+    rows live where the row is (an UPDATE leaves it there)."""
+    placement = _photos()
+    home = placement.database_for_key(7)
+    same = next(k for k in range(8, 1000) if placement.database_for_key(k) == home)
+    other = _other_key(placement, 7)
+    check_key_change(placement, same, home, old=7)  # stays on its database: allowed
+    with pytest.raises(WrongShardError) as caught:
+        check_key_change(placement, other, home, old=7, what="Photo", name="owner_id")
+    message = str(caught.value)
+    assert f"owner_id={other}" in message and "from 7" in message and home in message
+    assert caught.value.database == home
+    assert caught.value.expected == placement.database_for_key(other)
+    with allow_off_shard_writes():
+        check_key_change(placement, other, home)
+    # A follower's parent id is placed as an id.
+    parent = placement.new_id(other)
+    with pytest.raises(WrongShardError):
+        check_key_change(placement, parent, home, by_id=True)
+    check_key_change(placement, parent, placement.database_of(parent), by_id=True)
+
+
+def test_an_id_made_for_one_database_names_that_database() -> None:
+    """``new_id_on``: what a one-shard connection (a data migration) makes its ids by;
+    for every generator the database is the one asked for, never a random one."""
+    photos = _photos()
+    generator = SnowflakeGenerator(TWITTER, clock=ManualClock(NOW_MS))
+    orders = Placement(generator, ShardMap(DBS, route=route_for(generator)))
+    for placement in (photos, orders):
+        for database in DBS:
+            made = [placement.new_id_on(database) for _ in range(40)]
+            assert {placement.database_of(value) for value in made} == {database}
+            assert len(set(made)) == 40
+    home = photos.database_for_key(7)
+    assert photos.database_of(photos.new_id_on(DBS[0], 7)) == home  # the key decides

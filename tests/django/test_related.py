@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+from uid_fields import WrongShardError
+
 from .helpers import capture_all
 from .testapp.models import Customer, Order, Purchase, PurchaseLine
 
@@ -57,8 +59,12 @@ def test_relation_across_shards_is_refused() -> None:
     first = customers[0]
     other = next(c for c in customers if c._state.db != first._state.db)
     purchase = Purchase.objects.create(customer=first)
-    with pytest.raises(ValueError, match="router prevents this relation"):
-        purchase.customer = other
+    # A key change (issue 35): refused where it is written, naming the key, so a form or
+    # a serializer can report it on the field (at assignment it could only be a 500).
+    purchase.customer = other
+    with pytest.raises(WrongShardError, match="customer_id"):
+        purchase.save()
+    assert Purchase.objects.get(pk=purchase.pk).customer_id == first.pk
 
 
 def test_order_filter_by_related_shard_key_routes() -> None:

@@ -11,6 +11,7 @@ from uid_fields.django.converters import PublicIdConverter
 from .testapp.api import (
     FilteredPurchaseViewSet,
     OrderViewSet,
+    PhotoViewSet,
     PublicOrderViewSet,
     PublicPurchaseViewSet,
     PurchaseViewSet,
@@ -22,6 +23,7 @@ from .testapp.models import Customer, Order, PageView, Purchase
 router = DefaultRouter()
 router.register("orders", OrderViewSet, basename="order")
 router.register("purchases", PurchaseViewSet, basename="purchase")
+router.register("photos", PhotoViewSet, basename="photo")
 router.register("workspaces", WorkspaceViewSet, basename="workspace")
 router.register("tickets", TicketViewSet, basename="ticket")
 router.register("filtered-purchases", FilteredPurchaseViewSet, basename="filtered-purchase")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import BigInteger, ForeignKey, String, select, text
+from sqlalchemy import BigInteger, ForeignKey, String, select, text, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import (
     DeclarativeBase,
@@ -21,9 +21,9 @@ from uid_fields import (
     TWITTER,
     ConfigurationError,
     ShardedIdGenerator,
-    ShardKeyError,
     ShardMap,
     SnowflakeGenerator,
+    WrongShardError,
 )
 from uid_fields.placement import ByField, route_for
 from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField, sharded_session
@@ -183,7 +183,7 @@ def test_re_parenting_onto_another_database_is_refused(engines: dict[str, Engine
         session.commit()
         with recording(engines) as log:
             line.basket = theirs[0]
-            with pytest.raises(ShardKeyError, match="cannot change shards"):
+            with pytest.raises(WrongShardError, match="cannot change shards"):
                 session.flush()
             assert log.count(kind="UPDATE") == 0
         session.rollback()
@@ -195,3 +195,39 @@ def test_re_parenting_onto_another_database_is_refused(engines: dict[str, Engine
             line.basket = mine[1]
             session.commit()
             assert session.shard_of(line) == home
+
+
+def test_re_keying_a_co_located_child_onto_another_database_is_refused(
+    engines: dict[str, Engine],
+) -> None:
+    """A shard key that is a foreign key to the parent: a new parent of another database
+    is a key change (the core's check_key_change), through the ORM and through Core."""
+    with sharded_session(engines) as session:
+        shoppers = [Shopper(name=str(i)) for i in range(16)]
+        session.add_all(shoppers)
+        session.flush()
+        by_shard: dict[str, list[Shopper]] = {}
+        for shopper in shoppers:
+            by_shard.setdefault(session.shard_of(shopper), []).append(shopper)
+        (home, mine), (_there, theirs) = [
+            (name, found) for name, found in by_shard.items() if len(found) > 1
+        ][:2]
+        basket = Basket(shopper=mine[0])
+        session.add(basket)
+        session.commit()
+        assert session.shard_of(basket) == home
+        basket.shopper = theirs[0]
+        with pytest.raises(WrongShardError, match="shopper_id"):
+            session.flush()
+        session.rollback()
+        with pytest.raises(WrongShardError, match="shopper_id"):
+            session.execute(
+                update(Basket).where(Basket.id == basket.id).values(shopper_id=theirs[0].id)
+            )
+        session.rollback()
+        kept = session.scalars(select(Basket).where(Basket.shopper_id == mine[0].id)).one()
+        assert kept.id == basket.id  # still found by its key
+        session.execute(update(Basket).where(Basket.id == basket.id).values(shopper_id=mine[1].id))
+        session.commit()
+        moved = session.scalars(select(Basket).where(Basket.shopper_id == mine[1].id)).one()
+        assert moved.id == basket.id

@@ -21,6 +21,7 @@ from django.db import IntegrityError, models, transaction
 from .concurrent_writes import concurrent_inserts, run_on_caller_connections
 from .deletion import delete_on_shards, two_phase_deletes
 from .fields import UidField
+from .key_changes import check_bulk_keys, new_keys_in, refuse_key_moves
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 from .routing import check_family_keys, check_write, database_for_instance, family_keys, parent_link
 from .transactions import check_transaction, sharded_atomic, unprotected_write_mode, writes_checked
@@ -76,20 +77,24 @@ class ShardedWritesMixin(models.QuerySet[_M]):
         check_transaction(self.model, aliases or ())
 
     def _refuse_id_moves(self, kwargs: dict[str, Any]) -> None:
-        """Before an UPDATE runs: a new id must name each database it runs on (the rows
-        stay where they are; the core's ``check_id_change`` decides)."""
-        field = self._sharded_field
-        if field is None or field.shard_map is None:
+        """Before an UPDATE runs: a new id must name each database it runs on, and a new
+        shard key (or followed parent) must have its rows there (the rows stay where
+        they are; the core's ``check_id_change`` and ``check_key_change`` decide)."""
+        if not self._shard_databases():
             return
-        new_ids = new_ids_in(field, kwargs)
-        if not new_ids:
+        field = self._sharded_field
+        new_ids = new_ids_in(field, kwargs) if field is not None else []
+        new_keys = new_keys_in(self.model, kwargs)
+        if not new_ids and not new_keys:
             return
         if self._is_fanout():
             aliases = self._shard_aliases or ()
         else:
             self._for_write = True  # as update() does: the database writes go to
             aliases = (self.primary_db,)
-        refuse_id_moves(field, new_ids, aliases)
+        if field is not None and new_ids:
+            refuse_id_moves(field, new_ids, aliases)
+        refuse_key_moves(self.model, new_keys, aliases)
 
     def delete(self, *, two_phase: bool = False) -> tuple[int, dict[str, int]]:
         """Delete the rows, and run each on_delete where the referring rows live.
@@ -187,6 +192,8 @@ class ShardedWritesMixin(models.QuerySet[_M]):
                 check_write(obj, self._db)  # WrongShardError unless allowed on purpose
                 alias = self._db
             groups.setdefault(alias, []).append(obj)
+        fields = list(fields)
+        check_bulk_keys(((a, obj) for a, group in groups.items() for obj in group), fields)
         self._check_transaction(groups)
         return sum(
             models.QuerySet.bulk_update(self._for_alias(alias), group, fields, batch_size)

@@ -43,14 +43,17 @@ from rest_framework.utils.model_meta import RelationInfo
 
 from ..errors import PublicIdError
 from .fields import ShardedBigIntField, SnowflakeField, UidField
+from .key_changes import key_change_message
 from .lookups import _aware
 from .public_ids import decode_token, kind_of
 from .rest_pages import KeysetPagination
+from .routing import key_link
 from .unique import model_databases
 
 __all__ = [
     "IdStringField",
     "IdTimeFilter",
+    "KeyChangeValidator",
     "KeysetPagination",
     "PublicIdField",
     "PublicIdLookupMixin",
@@ -240,6 +243,41 @@ class ShardedConditionValidator:
         return f"<ShardedConditionValidator({self.validator!r})>"
 
 
+class KeyChangeValidator:
+    """Refuse an update that gives a stored row a shard key (or a parent it lives with)
+    whose rows live on another database: a 400 naming the field.
+
+    The row would stay where it is, lost to its new key; ``save()`` refuses it with
+    ``WrongShardError`` (a 500 from a view), and assigning a parent of another shard to
+    a co-located key failed in Django itself before. A change within the database, and
+    every create, pass; the rule is the core's (``check_key_change``).
+    """
+
+    requires_context = True
+
+    def __call__(self, attrs: dict[str, Any], serializer: Any) -> None:
+        instance = serializer.instance
+        if not isinstance(instance, models.Model):
+            return
+        link = key_link(type(instance))
+        if link is None:
+            return
+        key = link[1]
+        for name, field in serializer.fields.items():
+            source = getattr(field, "source", None)
+            if source not in (key.name, key.attname) or source not in attrs:
+                continue
+            if attrs[source] is None:
+                return
+            message = key_change_message(instance, attrs[source])
+            if message is not None:
+                raise ValidationError({name: [message]})
+            return
+
+    def __repr__(self) -> str:
+        return "<KeyChangeValidator>"
+
+
 class UidSerializerMixin(_SerializerBase):
     """Uid ids, and primary keys that point at uid models, as strings in this serializer.
 
@@ -263,6 +301,11 @@ class UidSerializerMixin(_SerializerBase):
         if field_class is serializers.PrimaryKeyRelatedField:
             field_class = StringPrimaryKeyRelatedField
         return field_class, kwargs
+
+    def get_validators(self) -> list[Any]:
+        """DRF's validators (``Meta.validators`` or the generated ones), and the refusal of
+        a key change that would strand the row (``KeyChangeValidator``)."""
+        return [*super().get_validators(), KeyChangeValidator()]
 
     def get_unique_together_validators(self) -> list[Any]:
         """DRF's validators; those of a conditional constraint on rows that live on

@@ -17,7 +17,12 @@ from django.db.models.signals import m2m_changed, pre_save
 from django.dispatch import receiver
 
 from ..errors import ConfigurationError, ShardKeyError, ShardRoutingError, WrongShardError
-from ..placement import allow_off_shard_writes, families, off_shard_writes_allowed
+from ..placement import (
+    allow_off_shard_writes,
+    check_key_change,
+    families,
+    off_shard_writes_allowed,
+)
 from ..placement.families import Relation
 from .compat import asked_by_model_delete
 from .conf import conf, shard_databases
@@ -29,11 +34,13 @@ __all__ = [
     "ShardRouter",
     "allow_off_shard_writes",
     "check_family_keys",
+    "check_stored_key",
     "check_write",
     "colocated",
     "database_for_instance",
     "family_keys",
     "family_root",
+    "key_link",
     "placement_link",
     "placing_field",
     "relation_of",
@@ -194,6 +201,46 @@ def check_family_keys(instance: models.Model, using: str) -> None:
             )
 
 
+def key_link(model: Any) -> tuple[UidField, Any, bool] | None:
+    """What places a stored row of ``model`` besides its id: ``(placement field, key
+    field, by_id)``. The shard key of a keyed model (a plain column, or a foreign key to
+    its co-located parent), placed by the model's own id field as a key; or a follower's
+    link to its parent, whose id the parent's field places (``by_id``). None for a model
+    whose rows nothing but their ids place."""
+    field = sharded_pk(model)
+    if field is not None:
+        return (field, field.shard_key_field(), False) if field.shard_key else None
+    link = parent_link(model)
+    parent = sharded_pk(link.related_model) if link is not None else None
+    return (parent, link, True) if parent is not None else None
+
+
+def check_stored_key(instance: models.Model, using: str, value: Any = None) -> None:
+    """Refuse to write a stored row whose shard key (or followed parent) names rows of
+    another database than ``using``, where the row stays (``WrongShardError``, by the
+    core's ``check_key_change``). ``value`` is the key's new value when known (an
+    ``update()``); otherwise the row's own, unless deferred (then it is not written).
+    A new row is placed by its key instead (``check_write``)."""
+    if instance._state.adding:
+        return
+    link = key_link(type(instance))
+    if link is None:
+        return
+    field, key, by_id = link
+    if value is None:
+        value = instance.__dict__.get(key.attname)  # a deferred key is not written
+    if value is None or field.shard_map is None:
+        return
+    check_key_change(
+        field.placement,
+        value,
+        using,
+        what=type(instance).__name__,
+        name=key.attname,
+        by_id=by_id,
+    )
+
+
 def _pointer(instance: models.Model, model: type[models.Model]) -> Any:
     """The id ``instance`` holds in its one foreign key to ``model``, if it has one.
 
@@ -256,6 +303,14 @@ def _placed_or_none(instance: models.Model) -> str | None:
         return None
 
 
+def _writes_key(model: Any, update_fields: Any) -> bool:
+    """Whether a save with these ``update_fields`` (None: every field) writes the key."""
+    if update_fields is None:
+        return True
+    link = key_link(model)
+    return link is not None and (link[1].name in update_fields or link[1].attname in update_fields)
+
+
 def _lives_on_shards(model: Any) -> bool:
     return sharded_pk(model) is not None or parent_link(model) is not None
 
@@ -284,8 +339,14 @@ def check_write(instance: models.Model, using: str) -> None:
 
 @receiver(pre_save, dispatch_uid="uid_fields.check_write")
 def _check_write_on_save(
-    sender: type[models.Model], instance: models.Model, using: str, **kwargs: Any
+    sender: type[models.Model],
+    instance: models.Model,
+    using: str,
+    update_fields: Any = None,
+    **kwargs: Any,
 ) -> None:
+    if not off_shard_writes_allowed() and _writes_key(sender, update_fields):
+        check_stored_key(instance, using)  # first: a stored row's new key is named as such
     check_write(instance, using)
     if _lives_on_shards(sender):
         check_transaction(sender, [using])
@@ -416,6 +477,12 @@ def app_representative(app_label: str) -> type[models.Model] | None:
     return found[0] if len(homes) == 1 else None
 
 
+def _placed_by(child: models.Model, parent: models.Model) -> bool:
+    """Whether ``parent`` is of the model ``child``'s shard key (or link) points at."""
+    link = placement_link(type(child))
+    return link is not None and isinstance(parent, link.related_model)
+
+
 class ShardRouter:
     """Routes sharded models by id; every other model is left to other routers."""
 
@@ -507,6 +574,12 @@ class ShardRouter:
         for child, parent in ((obj1, obj2), (obj2, obj1)):
             if child._state.adding and colocated(type(child), type(parent)):
                 return True  # an unsaved row follows its shard key when it is saved
+            if _placed_by(child, parent):
+                # A stored row re-pointed at a parent elsewhere is a key change: refused
+                # where it is validated (a form's field error, a 400) and where it is
+                # written (WrongShardError), not at assignment, where a form or a
+                # serializer could only fail with a ValueError (a 500).
+                return True
         if not colocated(type(obj1), type(obj2)):
             return True  # a soft reference across shards (no database constraint)
         return bool(db1 == db2)

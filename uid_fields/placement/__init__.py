@@ -28,7 +28,13 @@ from .keys import (
     scaled_logical_shard,
     stamped_logical_shard,
 )
-from .new_objects import NewId, check_id_change, id_for_new_object, ids_for_new_objects
+from .new_objects import (
+    NewId,
+    check_id_change,
+    check_key_change,
+    id_for_new_object,
+    ids_for_new_objects,
+)
 from .routes import natural_route, route_fits, route_for
 from .shards import (
     ByDecimalServer,
@@ -65,6 +71,7 @@ __all__ = [
     "any_of",
     "check_family_key",
     "check_id_change",
+    "check_key_change",
     "colocated_logical_shard",
     "databases_to_check",
     "enforced_by_databases",

@@ -314,6 +314,39 @@ class Placement:
         logical = self.keyless_logical_shard() if key is None else self.logical_shard_for_key(key)
         return generator.next_id(shard=logical)
 
+    def new_id_on(self, database: str, key: object = None) -> Any:
+        """A fresh id whose row lives on ``database``: for an insert that runs there and
+        nowhere else (a data migration run on each shard in turn).
+
+        With a key, the key decides (``new_id``): a key whose rows live elsewhere gets an
+        id of its own database, and the write check refuses the row here. Without one,
+        ids that carry a logical shard get one of ``database``'s, spread over its range
+        as keyless rows are; ids routed by a hash of the id are drawn until one names
+        ``database`` (the others are skipped, as ``new_id`` skips ids of closed
+        databases). The database is always ``database``: never one picked at random.
+        """
+        if key is not None:
+            return self.new_id(key)
+        generator = self.generator
+        if generator is None:
+            raise TypeError(f"ids of {self.name} are made by the database")
+        shard_map = self._map()
+        if isinstance(generator, ShardedIdGenerator):
+            with self._keyless_lock:
+                turn = next(self._keyless)
+            return generator.next_id(shard=logical_shard_in(shard_map, database, turn))
+        if database not in shard_map.ranges:
+            raise ValueError(f"database {database!r} is not in {shard_map!r}")
+        for _ in range(_OPEN_ATTEMPTS):
+            value = generator.next_id()
+            if shard_map.database_for(value) == database:
+                return value
+        raise ConfigurationError(
+            f"{self.name}: {_OPEN_ATTEMPTS} ids in a row of {self.generator!r} name other "
+            f"databases than {database!r}: its ids' route ({shard_map.route!r}) does not "
+            "reach that database; give the rows ids made for it"
+        )
+
     def new_placed_id(self, key: object = None) -> tuple[Any, str | None]:
         """``new_id(key)`` and the database the id names (None without a shard map),
         with the key placed once: an adapter that records both need not place the row

@@ -27,6 +27,10 @@ Nothing is ever replaced silently otherwise.
 A stored row keeps its database: an UPDATE runs where the row is, so a new primary key
 naming another database strands the row where no read by either id finds it.
 ``check_id_change`` refuses that (a change within the database is a rename, allowed).
+A new shard key (or a new parent, for a row that lives with its parent) strands the
+row the same way: the UPDATE leaves it on its database while ``filter(owner_id=new)``,
+a cascade from the new parent and the audit all look for it on the key's.
+``check_key_change`` refuses that, by the same rule, for both ORMs.
 """
 
 from __future__ import annotations
@@ -38,7 +42,13 @@ from typing import Any
 from ..errors import ShardKeyError, WrongShardError
 from .authority import Placement, off_shard_writes_allowed
 
-__all__ = ["NewId", "check_id_change", "id_for_new_object", "ids_for_new_objects"]
+__all__ = [
+    "NewId",
+    "check_id_change",
+    "check_key_change",
+    "id_for_new_object",
+    "ids_for_new_objects",
+]
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,47 @@ def check_id_change(
         f"so no read by either {name} finds it. Rows cannot change shards: insert a copy "
         "with the new id and delete the old row (or wrap a deliberate change in "
         "allow_off_shard_writes())",
+        database=database,
+        expected=expected,
+    )
+
+
+def check_key_change(
+    placement: Placement,
+    new_key: Any,
+    database: str,
+    *,
+    old: Any = None,
+    what: str = "row",
+    name: str = "shard key",
+    by_id: bool = False,
+) -> None:
+    """Refuse to give a row stored on ``database`` a shard key whose rows live elsewhere.
+
+    An UPDATE runs where the row is and leaves it there; a read by the new key
+    (``filter(owner_id=new)``), a cascade from the new parent and ``audit`` look on the
+    key's database, so the row would be lost to its own key. A key whose rows live on
+    ``database`` (one of them, while the key's own database is closed to new keys) is
+    allowed: the row is still found by it. ``placement`` is the row's id field's;
+    ``new_key`` the key's new value (a parent's id for a co-located child). ``by_id``
+    says ``new_key`` is the id of the parent a follower lives with, placed by
+    ``placement`` (the parent's) as an id rather than as a shard key. ``name`` is the
+    column changed. ``WrongShardError``, unless inside ``allow_off_shard_writes()``.
+    """
+    if off_shard_writes_allowed():
+        return
+    wanted = (placement.database_of(new_key),) if by_id else placement.databases_for_key(new_key)
+    if database in wanted:
+        return
+    expected = wanted[-1]
+    was = f"from {old!r} " if old is not None else ""
+    raise WrongShardError(
+        f"changing {name} of this {what} {was}to {new_key!r} would strand the row: it is "
+        f"stored on {database!r} and an UPDATE leaves it there, but {name}={new_key!r} "
+        f"puts its rows on {expected!r}, so reads by that key (and cascades from it) "
+        "would never find it. Rows cannot change shards: move it with a copy under the "
+        "new key and a delete of the old row in one sharded_atomic (or wrap a deliberate "
+        "change in allow_off_shard_writes())",
         database=database,
         expected=expected,
     )

@@ -9,7 +9,9 @@
   ``DatabaseIds.attach``. Without them ``alembic upgrade`` of a table whose id defaults to
   ``uid_next_id()`` fails: the function does not exist.
 - ``run_migrations_on_shards(context, engines, ...)``: the env.py body that runs the
-  migrations on every shard database in turn, each knowing which shard it is.
+  migrations on every shard database in turn, each knowing which shard it is. Data
+  migrations run under the write guard (``check_writes``), and a Core insert without an
+  id gets an id of the shard it runs on.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from sqlalchemy.engine import Engine
 
 from ..placement import ShardMap, stamped_logical_shard
 from .ddl import DatabaseIds
+from .fields import ROUTER_OPTION
+from .fields import SHARD_OPTION as SHARD_EXECUTION_OPTION
+from .guard import check_writes, guard_router
 from .types import LocalityUUIDType, SnowflakeType
 
 __all__ = ["render_item", "run_migrations_on_shards"]
@@ -61,10 +66,22 @@ def run_migrations_on_shards(
     the logical shards of each layout are spread evenly over ``engines`` in order).
     Other arguments go to ``context.configure`` (``target_metadata=...``); ``render_item``
     is this module's unless given. Each database keeps its own ``alembic_version``.
+
+    Data migrations write through these engines outside any session, so each engine
+    gets the write guard a sharded session installs (``check_writes``, with the same
+    names and map): an INSERT of a row whose id (or key) names another shard, and an
+    UPDATE moving an id or a key off the shard, raise ``WrongShardError``. Each shard's
+    connection also tells the id columns which shard it writes: an ``insert(Account)``
+    without an id gets an id of THAT shard (its column default would make one for any
+    shard, most of them elsewhere), and a row with a shard key an id from its key.
     """
     configure.setdefault("render_item", render_item)
+    check_writes(engines, shard_map=shard_map)
     for name, engine in engines.items():
         with engine.connect() as connection:
+            connection.execution_options(
+                **{SHARD_EXECUTION_OPTION: name, ROUTER_OPTION: guard_router(engine)}
+            )
             where = {SHARD_OPTION: name, SHARD_MAP_OPTION: shard_map, SHARDS_OPTION: list(engines)}
             context.configure(connection=connection, **where, **configure)
             with context.begin_transaction():

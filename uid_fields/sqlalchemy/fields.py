@@ -26,6 +26,8 @@ from .types import LocalityUUIDType, SnowflakeType, UniqIdType
 
 __all__ = [
     "INFO_KEY",
+    "ROUTER_OPTION",
+    "SHARD_OPTION",
     "FieldConfig",
     "LocalityUUIDField",
     "ShardedBigIntField",
@@ -34,6 +36,11 @@ __all__ = [
 ]
 
 INFO_KEY = "uid_fields"
+#: Execution options of a connection that writes one shard only (a data migration,
+#: ``alembic.run_migrations_on_shards``): the shard's name and the router placing the
+#: tables. With both, a Core insert without an id gets one of that shard.
+SHARD_OPTION = "uid_fields_shard"
+ROUTER_OPTION = "uid_fields_router"
 Kind = Literal["snowflake", "sharded", "locality", "uniqid"]
 
 
@@ -193,17 +200,30 @@ class FieldConfig:
         return self.placement.new_id(shard_key_value)
 
     def column_default(self, context: DefaultExecutionContext) -> Any:
-        """``insert_default`` for Core inserts: reads the row's shard key if needed."""
-        if self.shard_key is None:
-            return self.new_id()
-        key = self.shard_key_column
-        params = context.get_current_parameters()  # type: ignore[no-untyped-call]
-        if key not in params or params[key] is None:
-            raise ShardKeyError(
-                f"insert without an id needs the shard key {key!r} in each row, to "
-                "choose the id's logical shard"
-            )
-        return self.new_id(params[key])
+        """``insert_default`` for Core inserts: reads the row's shard key if needed.
+
+        On a connection that writes one shard only (its execution options name the
+        shard and the router, as ``run_migrations_on_shards`` sets them), an id of THAT
+        shard: the connection cannot store a row anywhere else, and an id made for
+        another would be refused by the write guard, or land where no read finds it.
+        """
+        shard_key = None
+        if self.shard_key is not None:
+            key = self.shard_key_column
+            params = context.get_current_parameters()  # type: ignore[no-untyped-call]
+            if key not in params or params[key] is None:
+                raise ShardKeyError(
+                    f"insert without an id needs the shard key {key!r} in each row, to "
+                    "choose the id's logical shard"
+                )
+            shard_key = params[key]
+        options = context.execution_options
+        shard, router = options.get(SHARD_OPTION), options.get(ROUTER_OPTION)
+        if shard is not None and router is not None and self.column is not None:
+            route = router.table_route(self.column.table)
+            if route is not None and not route.by_parent and route.config is self:
+                return route.placement.new_id_on(shard, shard_key)
+        return self.new_id(shard_key)
 
     def __repr__(self) -> str:
         return f"<FieldConfig {self.kind} {self.generator!r} route={self.route!r}>"

@@ -26,10 +26,16 @@ from sqlalchemy import Table, event
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import WrongShardError
-from ..placement import ShardMap, check_id_change, id_for_new_object, off_shard_writes_allowed
+from ..placement import (
+    ShardMap,
+    check_id_change,
+    check_key_change,
+    id_for_new_object,
+    off_shard_writes_allowed,
+)
 from .routing import Router, TableRoute
 
-__all__ = ["check_writes", "keys_checked"]
+__all__ = ["check_writes", "guard_router", "keys_checked"]
 
 #: Set while a sharded session flushes: per table, the (id, shard key) pairs of the rows
 #: it placed itself just before (the core's rule, id against key).
@@ -84,6 +90,13 @@ def check_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = 
         if engine not in _guards:
             event.listen(engine, "before_cursor_execute", _check)
         _guards[engine] = _Guard(name, router)
+
+
+def guard_router(engine: Engine) -> Router | None:
+    """The router ``check_writes`` checks ``engine``'s statements by (None if unguarded):
+    the tables' placements a one-shard connection makes its ids by."""
+    guard = _guards.get(engine)
+    return None if guard is None else guard.router
 
 
 def guarded(engine: Engine) -> bool:
@@ -165,13 +178,17 @@ def _placed(checked: set[tuple[Any, Any]] | None, value: Any, shard_key: Any) ->
 
 
 def _check_update(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> None:
-    """An UPDATE that sets the id (or the parent id) sets one naming this shard.
+    """An UPDATE that sets the id (or the parent id) sets one naming this shard, and one
+    that sets the shard key sets one whose rows live on this shard (the core's
+    ``check_id_change`` and ``check_key_change``: the UPDATE leaves the rows here).
 
     SQLAlchemy names the SET clause's parameter of a column after the column's key (the
     WHERE clause's get other names, and a ``bindparam()`` may not take that one), so
-    the new values are found by name; an id set to an SQL expression is not seen.
+    the new values are found by name; a value set to an SQL expression is not seen.
     """
     key = route.column.key
+    config = route.config
+    key_column = config.shard_key_column if not route.by_parent and config.shard_key else None
     for row in rows:
         value = row.get(key)
         if value is not None:
@@ -181,6 +198,15 @@ def _check_update(guard: _Guard, route: TableRoute, table: Table, rows: Any) -> 
                 guard.shard,
                 what=f"{table.name} row",
                 name=key,
+            )
+        shard_key = None if key_column is None else row.get(key_column)
+        if shard_key is not None:
+            check_key_change(
+                route.placement,
+                shard_key,
+                guard.shard,
+                what=f"{table.name} row",
+                name=key_column or "shard key",
             )
 
 

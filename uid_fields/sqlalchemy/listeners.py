@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import event, inspect
+from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import InstanceState, Mapper
 from sqlalchemy.sql.elements import ClauseElement
 from sqlalchemy.sql.schema import Column
@@ -160,7 +161,16 @@ def _on_shard_key_set(id_key: str, config: FieldConfig) -> Callable[..., None]:
             current = getattr(target, id_key)  # expired after a commit: reload it
         if state.key is not None:
             placement.logical_shard_for_key(value)  # ShardKeyError before any SQL
-            if current is not None and not placement.fits_key(current, value):
+            # A stored row's new key. In a sharded session, whether it keeps the row on
+            # its database is the flush's question, by the session's map (the core's
+            # check_key_change, in session_writes._refuse_move): a key of the same
+            # database is allowed. Outside one no database is known, and the logical
+            # shard the id carries is all a key change can be held to.
+            if (
+                current is not None
+                and not isinstance(state.session, ShardedSession)
+                and not placement.fits_key(current, value)
+            ):
                 raise ShardKeyError(
                     f"{config.shard_key}={value!r} would move this row to another logical "
                     "shard; rows cannot change shards (create a new row instead)"

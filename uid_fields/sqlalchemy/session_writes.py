@@ -21,11 +21,12 @@ from sqlalchemy import Table, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import Mapper, Session
+from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.orm.state import InstanceState
 
-from ..errors import ShardKeyError, ShardRoutingError
+from ..errors import ShardRoutingError, WrongShardError
 from ..ops.replicas import Pins
-from ..placement import check_id_change
+from ..placement import check_id_change, check_key_change, off_shard_writes_allowed
 from .fields import FieldConfig
 from .guard import keys_checked
 from .routing import Router, TableRoute
@@ -208,9 +209,9 @@ class ShardedWritesMixin(ShardedSession):
         """A stored row whose new id, parent or shard key names another database is refused.
 
         The UPDATE would run on the row's old database and strand it there, where reads
-        by its new id and its new parent's relationships never look; a move is a delete
-        and an insert. A new id is judged by the core (``check_id_change``): one on the
-        same database is a rename and allowed.
+        by its new id, its new key and its new parent's relationships never look; a move
+        is a delete and an insert. The core judges each (``check_id_change``,
+        ``check_key_change``): a change that keeps the row on its database is allowed.
         """
         state = inspect(instance)
         if state.key is None:
@@ -220,36 +221,63 @@ class ShardedWritesMixin(ShardedSession):
         if route is None:
             return
         current = str(state.key[2])
+        what = mapper.class_.__name__
         if route.by_parent:
             column_key = mapper.get_property_by_column(route.column).key
             parent = self._parent_object(mapper, instance, route)
-            if parent is not None:
-                wanted = self.shard_of(parent)
-            else:
+            value = _parent_id(parent, route) if parent is not None else None
+            if value is None and parent is None:
                 value = getattr(instance, column_key)
-                wanted = route.shard_of(value) if value is not None else current
-        else:
-            changed = state.attrs[mapper.get_property_by_column(route.column).key].history
-            if changed.added and changed.added[0] is not None:
-                check_id_change(
-                    route.placement,
-                    changed.added[0],
-                    current,
-                    old=changed.deleted[0] if changed.deleted else None,
-                    what=mapper.class_.__name__,
+            if value is not None:
+                check_key_change(
+                    route.placement, value, current, what=what, name=column_key, by_id=True
                 )
-            key = self._shard_key_of(mapper, instance, route.config)
-            if key is None or route.key_column is None:
-                return
-            # A key's rows may be on two databases: made before its own closed, and after.
-            found = route.placement.databases_for_key(key)
-            wanted = current if current in found else found[-1]
-        if wanted != current:
-            raise ShardKeyError(
-                f"this {mapper.class_.__name__} lives on {current!r}; its new parent (or "
-                f"shard key) lives on {wanted!r}, and rows cannot change shards: delete it "
-                "and create a new one under the new parent"
+            elif (wanted := self.shard_of(parent)) != current and not off_shard_writes_allowed():
+                raise WrongShardError(  # a new parent whose id its database will make
+                    f"this {what} lives on {current!r}; its new parent lives on {wanted!r}, "
+                    "and rows cannot change shards: delete it and create a new one under "
+                    "the new parent",
+                    database=current,
+                    expected=wanted,
+                )
+            return
+        changed = state.attrs[mapper.get_property_by_column(route.column).key].history
+        if changed.added and changed.added[0] is not None:
+            check_id_change(
+                route.placement,
+                changed.added[0],
+                current,
+                old=changed.deleted[0] if changed.deleted else None,
+                what=what,
             )
+        config = route.config
+        key = self._shard_key_of(mapper, instance, config)
+        if key is None or route.key_column is None or config.shard_key is None:
+            return
+        # A key's rows may be on two databases (made before its own closed, and after):
+        # either keeps the row found by its key.
+        was = state.attrs[config.shard_key].history.deleted
+        check_key_change(
+            route.placement,
+            key,
+            current,
+            old=was[0] if was else None,
+            what=what,
+            name=config.shard_key_column or config.shard_key,
+        )
+
+
+def _parent_id(parent: Any, route: TableRoute) -> Any:
+    """The id of the parent object a row routed by its parent points at (None until
+    its database makes it): the parent's value of the column ``route.column`` names."""
+    parent_mapper = inspect(parent).mapper
+    for foreign_key in route.column.foreign_keys:
+        try:
+            prop = parent_mapper.get_property_by_column(foreign_key.column)
+        except UnmappedColumnError:  # not a column of this parent
+            continue
+        return getattr(parent, prop.key)
+    return None
 
 
 _secondaries: weakref.WeakKeyDictionary[Mapper[Any], bool] = weakref.WeakKeyDictionary()

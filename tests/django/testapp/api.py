@@ -15,7 +15,7 @@ from uid_fields.django.rest import (
     UidSerializerMixin,
 )
 
-from .models import Customer, Order, PageView, Purchase, Ticket, Workspace
+from .models import Customer, Order, PageView, Photo, Purchase, Ticket, Workspace
 
 
 class OrderSerializer(UidModelSerializer):
@@ -152,3 +152,18 @@ class PublicPurchaseViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return Purchase.objects.on_all_shards()
+
+
+class PhotoSerializer(UidModelSerializer):
+    """A plain shard key (``owner_id``): a PATCH of it is a key change."""
+
+    class Meta:
+        model = Photo
+        fields = ["id", "owner_id", "caption"]
+
+
+class PhotoViewSet(viewsets.ModelViewSet):  # type: ignore[type-arg]
+    serializer_class = PhotoSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return Photo.objects.on_all_shards()
