@@ -67,8 +67,17 @@ def owner(rand: random.Random, inside: bool = True) -> int:
             return found
 
 
-def write(session: Any, models: tuple[type, type], rand: random.Random, written: Written,
-          *, inserts: int, updates: list[int], tag: str, inside: bool = True) -> list[int]:  # fmt: skip
+def write(
+    session: Any,
+    models: tuple[type, type],
+    rand: random.Random,
+    written: Written,
+    *,
+    inserts: int,
+    updates: list[int],
+    tag: str,
+    inside: bool = True,
+) -> list[int]:
     """Insert photos (each with a comment) and update the captions of ``updates``, as an
     application process would; remembers what it wrote. The new photos' ids."""
     photo_model, comment_model = models
@@ -195,9 +204,11 @@ def test_going_back_after_an_early_deploy_copies_the_targets_writes_back_first(
 ) -> None:
     state = tmp_path / "move.json"
     written = early_deploy(engines, state)
-    with mover(engines, state, deployed=True) as move:
-        with pytest.raises(ReplicationError, match="deployed before --switch"):
-            move.abort()  # under the new map: the target owns the range
+    with (
+        mover(engines, state, deployed=True) as move,
+        pytest.raises(ReplicationError, match="deployed before --switch"),
+    ):
+        move.abort()  # under the new map: the target owns the range
     # Go back: the old map everywhere (nothing writes to b), copy back, then abort.
     with mover(engines, state, deployed=False) as move:
         with pytest.raises(ReplicationError, match="only copy"):

@@ -108,10 +108,11 @@ class MigrateResult:
     """What ``migrate`` did on one database.
 
     ``applied``: the migrations it applied; ``unapplied``: the ones it unapplied (a
-    migration name behind the database's state migrates backwards). On a failure, ``error`` is the exception in
-    one line, ``failed_at`` the first migration it lacks afterwards (the one that failed,
-    when ``migrate`` got that far) and ``stopped_at`` that migration's applied parents in
-    its own app (where the app stands). ``skipped`` says why it was not migrated at all.
+    migration name behind the database's state migrates backwards). On a failure,
+    ``error`` is the exception in one line, ``failed_at`` the first migration it lacks
+    afterwards (the one that failed, when ``migrate`` got that far) and ``stopped_at``
+    that migration's applied parents in its own app (where the app stands). ``skipped``
+    says why it was not migrated at all.
     """
 
     alias: str

@@ -429,8 +429,7 @@ class LogicalMove:
             # (fenced), so its rows are the range's. Said, then kept.
             kept = [str(w) for w in target_writes(self.move) if w.written or w.only_on_source]
             log.warning(
-                "%r: switching forward under the new map; the target's own writes are "
-                "kept (%s)",
+                "%r: switching forward under the new map; the target's own writes are kept (%s)",
                 self,
                 "; ".join(kept) or "differing logical shards " + str(differing),
             )
