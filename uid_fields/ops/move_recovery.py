@@ -31,9 +31,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .move_tables import Row
 from .move_walk import MoveWalk
 
-__all__ = ["TargetWrites", "copy_back", "early_deploy", "refusal", "target_writes"]
+__all__ = [
+    "TargetWrites",
+    "copy_back",
+    "early_deploy",
+    "refusal",
+    "source_copies",
+    "target_writes",
+]
 
 #: At most this many keys of each kind are kept to be named in a message.
 SHOWN = 5
@@ -95,6 +103,25 @@ def target_writes(walk: MoveWalk) -> list[TargetWrites]:
     return found
 
 
+def source_copies(
+    source: list[Row], target: list[Row], *, switched: bool
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Which of a batch of source rows a cleanup may delete: ``(copies, absent,
+    changed)`` by key. ``copies`` are on the target; without a switch on record
+    (``switched`` False: the new map deployed before it, or a lost state file) only as
+    they are on the source, since nothing then says the target's other version is the
+    newer one. ``absent``: not on the target; ``changed``: there in another version
+    (kept without a switch). After a switch the target owns the range, and its version
+    is the row's, whatever it is."""
+    theirs = {row[0]: row for row in target}
+    absent = [row[0] for row in source if row[0] not in theirs]
+    if switched:
+        return [row[0] for row in source if row[0] in theirs], absent, []
+    copies = [row[0] for row in source if theirs.get(row[0]) == row]
+    changed = [row[0] for row in source if row[0] in theirs and theirs[row[0]] != row]
+    return copies, absent, changed
+
+
 def copy_back(walk: MoveWalk) -> list[TargetWrites]:
     """Copy what only the target holds back to the source, parents first: rows only the
     target has are inserted there, rows changed on the target written over the source's.
@@ -124,21 +151,33 @@ def copy_back(walk: MoveWalk) -> list[TargetWrites]:
     return copied
 
 
-def _ways_on(source: str, target: str) -> str:
+def _ways_on(source: str, target: str, *, forward: bool) -> str:
+    back = (
+        f"deploy the old map to every process (nothing writes to {target} then), copy "
+        f"those rows back to {source} first (move-shards --abort --copy-back does it: the "
+        f"rows only on {target} are inserted on {source} and the changed ones written "
+        f"over {source}'s), and the abort deletes {target}'s copies"
+    )
+    if not forward:
+        return (
+            f"Go back: {back}. (The portable mover cannot switch forward, and for a row "
+            f"that differs it cannot tell whether {target} or {source} changed it since "
+            "the last copy: --copy-back keeps the target's version; the keys are above.)"
+        )
     return (
         "Either switch forward: deploy the new map to every process, then run "
         f"move-shards --switch under it (it fences {source}, lets {target} catch up with "
         f"every write {source} took, keeps {target}'s own writes and switches), then "
-        f"--cleanup. Or go back: deploy the old map to every process (nothing writes to "
-        f"{target} then), copy those rows back to {source} first (--abort --copy-back "
-        "does it: the rows only on the target are inserted on the source and the changed "
-        "ones written over the source's), then --abort"
+        f"--cleanup. Or go back: {back}"
     )
 
 
-def refusal(writes: list[TargetWrites], *, source: str, target: str, doing: str) -> str | None:
+def refusal(
+    writes: list[TargetWrites], *, source: str, target: str, doing: str, forward: bool = True
+) -> str | None:
     """Why ``doing`` (deleting the target's rows of the range) is refused, or None when
-    the target holds nothing the source lacks."""
+    the target holds nothing the source lacks. ``forward``: whether the mover can
+    switch forward (logical replication can; the portable mover cannot)."""
     written = [w for w in writes if w.written]
     if not written:
         return None
@@ -148,17 +187,19 @@ def refusal(writes: list[TargetWrites], *, source: str, target: str, doing: str)
         f"{doing} refused: {target} was written to under a new map ({rows} rows and "
         f"{changed} updates that {source} does not have; "
         f"{'; '.join(str(w) for w in written)}). Deleting {target}'s rows of the range "
-        f"would delete the only copy of them; nothing was deleted. {_ways_on(source, target)}."
+        f"would delete the only copy of them; nothing was deleted. "
+        f"{_ways_on(source, target, forward=forward)}."
     )
 
 
-def early_deploy(walk: MoveWalk, *, switched: bool) -> str | None:
+def early_deploy(walk: MoveWalk, *, switched: bool, forward: bool = True) -> str | None:
     """What a run under the new map says before the switch: None once switched (the
     deploy is then on time), or while the map still gives the range to the source."""
     if switched or not walk.deployed:
         return None
+    ways = _ways_on(walk.source, walk.target, forward=forward)
     return (
         f"the new map was deployed before --switch: it gives logical shards "
         f"{walk._span()} to {walk.target}, while {walk.source} still takes writes of the "
-        f"range from processes on the old map. {_ways_on(walk.source, walk.target)}."
+        f"range from processes on the old map. {ways}."
     )

@@ -21,6 +21,10 @@ table as a ``RowStore`` (read a batch of rows ordered by primary key, write a ba
 4. **Verify** (``verify()``). Per logical shard, the row count and a checksum of the rows
    are compared on both sides; logical shards that differ are copied again, then checked
    again.
+``abort()`` calls a move off before its switch: it deletes the target's copies, but only
+copies (``move_recovery``): a target written to under a new map deployed early is refused,
+or its writes are copied back to the source first (``copy_back``).
+
 5. **Clean up** (``cleanup()``), once the new map gives the range to the target: the
    source's rows of the range are deleted in batches, children first, and only rows the
    target holds: a row that never reached the target is kept and reported. The fence
@@ -45,6 +49,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from . import move_recovery
 from .fences import MoveFence
 from .move_cleanup import MoveCleanup
 from .move_reports import CleanupReport, MoveReport, Progress, VerifyReport
@@ -284,9 +289,10 @@ class ShardMove(MoveCleanup):
         it checks the source against its fingerprint, behind the fence, and returns no
         copy reports; a stopped switch is simply run again."""
         if self.deployed:
+            early = move_recovery.early_deploy(self, switched=self.state.switched, forward=False)
             raise ValueError(
                 f"the map already gives logical shards {self._span()} to {self.target!r}: "
-                "the switch comes before the new map is deployed"
+                f"the switch comes before the new map is deployed{'; ' + early if early else ''}"
             )
         self.state.refuse_if_finished()
         if self.state.switched:
@@ -323,6 +329,59 @@ class ShardMove(MoveCleanup):
                 "the fence removed?): unfence, then switch again before deploying"
             )
         return self.verify()
+
+    def abort(self, *, copy_back: bool = False) -> dict[str, int]:
+        """Call a move off before its switch: delete the target's copies of the range,
+        children first, remove the fence, and forget the state (a new move starts over).
+
+        Only copies are deleted (``move_recovery``): when the target holds rows, or
+        versions of rows, that the source does not (written there under a new map
+        deployed early), the abort is refused naming them, unless ``copy_back``, which
+        copies them to the source first (a row changed on both sides keeps the target's
+        version: the portable mover cannot tell which is newer) and looks again. Refused
+        under a map that gives the range to the target, and after the switch (call it
+        off with ``unfence()`` first). Returns the copies deleted, per table.
+        """
+        if self.deployed:
+            early = move_recovery.early_deploy(self, switched=self.state.switched, forward=False)
+            raise ValueError(f"--abort refused: {early or 'the map gives the range to the target'}")
+        if self.state.switched:
+            raise ValueError(
+                f"{self!r} has switched: call the switch off with --unfence first (the "
+                f"fence then goes, and {self.source!r} takes the range's writes again)"
+            )
+        why = self._abort_refusal()
+        if why is not None and not copy_back:
+            raise ValueError(why)
+        if why is not None:
+            for copied in move_recovery.copy_back(self):
+                log.warning("%r: copied back to %s: %s", self, self.source, copied)
+            again = self._abort_refusal()
+            if again is not None:  # a process still on the new map writes to the target
+                raise ValueError(again)
+        deleted: dict[str, int] = {}
+        for table in reversed(self.tables):
+            label = table.store.label
+            deleted[label] = 0
+            for rows in self._rows_of(table, self.target):
+                if rows:
+                    with table.store.writing(self.target):
+                        table.store.delete(self.target, [row[0] for row in rows])
+                    deleted[label] += len(rows)
+        self.fence.remove()
+        if self.state.path is not None:
+            self.state.path.unlink(missing_ok=True)
+        log.info("%r: aborted; the target's copies and the fence are removed", self)
+        return deleted
+
+    def _abort_refusal(self) -> str | None:
+        return move_recovery.refusal(
+            move_recovery.target_writes(self),
+            source=self.source,
+            target=self.target,
+            doing="--abort",
+            forward=False,
+        )
 
     def unfence(self) -> None:
         """Call a switch off before the new map is deployed: remove the fence, and
