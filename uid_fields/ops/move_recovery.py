@@ -31,13 +31,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..ids.layouts import IntLayout
 from .move_tables import Row
 from .move_walk import MoveWalk
 
 __all__ = [
     "TargetWrites",
+    "TargetWritten",
     "copy_back",
     "early_deploy",
+    "never_copied",
     "refusal",
     "source_copies",
     "target_writes",
@@ -45,6 +48,26 @@ __all__ = [
 
 #: At most this many keys of each kind are kept to be named in a message.
 SHOWN = 5
+
+
+class TargetWritten(ValueError):
+    """A step would delete rows on the target that the mover never copied there: rows
+    written on the target under a new map deployed early. Nothing was deleted."""
+
+
+def never_copied(
+    keys: list[Any], layout: IntLayout | None, passed_ms: int | None, margin_ms: int
+) -> list[Any]:
+    """Of target rows the source lacks (``keys``), those the mover cannot have copied:
+    made more than ``margin_ms`` (the writers' clock skew) after the last copy and
+    catch-up ended (``passed_ms``), since every row a pass copied was made before the
+    pass ended. The portable mover's copy makes the target equal to the source before
+    the switch; such a row is not a copy the source deleted since, but a write made on
+    the target, and deleting it deletes the only copy. Keys without time (no layout),
+    or no pass on record: none can be told apart, so none are returned."""
+    if layout is None or passed_ms is None:
+        return []
+    return [key for key in keys if layout.timestamp_ms_of(key) > passed_ms + margin_ms]
 
 
 @dataclass

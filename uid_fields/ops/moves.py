@@ -112,6 +112,10 @@ class ShardMove(MoveCleanup):
             gone = [row[0] for row in target if row[0] not in ours]
             if not mirror:
                 changed, gone = [], []
+            self._refuse_target_writes(table, gone)
+            if self.state.passed_ms is not None and table.key_layout is not None:
+                # copies made after a full pass (few): told apart from target writes
+                self._inserted.setdefault(store.label, set()).update(r[0] for r in missing)
             writes = [(store.insert, missing), (store.update, changed), (store.delete, gone)]
             try:
                 with store.writing(self.target):
@@ -135,6 +139,33 @@ class ShardMove(MoveCleanup):
         ticker.end()
         log.info("%s", report)
         return report
+
+    def _refuse_target_writes(self, table: MovedTable, gone: list[Any]) -> None:
+        """Before the mirror deletes target rows the source lacks: refuse when some were
+        never copied (``move_recovery.never_copied``; this process's own inserts are
+        copies), as after an early deploy of the new map."""
+        copied = self._inserted.get(table.store.label, set())
+        late = move_recovery.never_copied(
+            [key for key in gone if key not in copied],
+            table.key_layout,
+            self.state.passed_ms,
+            self.margin_ms,
+        )
+        if not late:
+            return
+        shown = ", ".join(str(key) for key in late[: move_recovery.SHOWN])
+        early = move_recovery.refusal(
+            [move_recovery.TargetWrites(table.store.label, len(late), keys=late[:5])],
+            source=self.source,
+            target=self.target,
+            doing="making the copy equal to the source",
+            forward=False,
+        )
+        raise move_recovery.TargetWritten(
+            f"{table.store.label}: {self.target} holds {len(late)} rows of the range made "
+            f"after the last copy ended (keys {shown}) that the mover never copied: they "
+            f"were written there, under a new map deployed early. {early}"
+        )
 
     def copy(self) -> list[MoveReport]:
         """Copy the range (resuming a stopped copy), then catch up with rows written
@@ -174,6 +205,7 @@ class ShardMove(MoveCleanup):
                 after = first - 1  # the walk takes keys above ``after``
             reports.append(self._sync(table, "catch-up", after))
         self.state.caught_up_ms = began
+        self.state.passed_ms = self.clock_ms()
         self.state.save()
         return reports
 
@@ -299,8 +331,12 @@ class ShardMove(MoveCleanup):
             return [], self._switched_again()
         log.info("%r: closing the range on %s for the switch", self, self.source)
         self.fence.install()
-        copied = self.copy()
-        checked = self.verify(rounds=rounds)
+        try:
+            copied = self.copy()
+            checked = self.verify(rounds=rounds)
+        except move_recovery.TargetWritten:
+            self.fence.remove()  # nothing is switched: the source takes writes again
+            raise
         if all(check.ok for check in checked):
             self.state.fingerprints = {
                 label: [
