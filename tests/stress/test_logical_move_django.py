@@ -197,6 +197,8 @@ def test_a_cleanup_without_the_fence_deletes_only_what_the_target_holds(
             f"INSERT INTO {pics} (id, owner_id, caption) SELECT max(id) + 1, 7, 'late' "
             f"FROM {pics} WHERE {IN_RANGE} RETURNING id"
         ).fetchone()
+    with psycopg.connect(target, autocommit=True) as conn:  # the owner updates a row
+        conn.execute(f"UPDATE {pics} SET caption = 'owner' WHERE id = (SELECT min(id) FROM {pics})")
     copied = rows(target, pics, "true")
     cleaned = move(clusters, tmp_path, "--cleanup", deployed=True, ok=False)
     assert "1 rows were kept on src" in cleaned, cleaned

@@ -622,6 +622,9 @@ class LogicalMove:
                 self,
                 self.source.name,
             )
+            # The switch happened: the target owns the range, so a row it holds is the
+            # row whatever its version (move_recovery.source_copies after a switch).
+            self.move.state.switched = True
             return self.move.cleanup(dry_run=dry_run)
         reports = []
         if not dry_run:
