@@ -14,6 +14,7 @@ __all__ = [
     "ForkedGeneratorError",
     "LayoutExhaustedError",
     "LeaseLostError",
+    "MalformedCursorError",
     "MissingExtraError",
     "PublicIdError",
     "ShardKeyError",
@@ -175,6 +176,20 @@ class PublicIdError(UidFieldsError, ValueError):
     A ``ValueError``, so URL converters answer 404 and forms and serializers report it as
     a field error. The message says which rule failed, never a secret.
     """
+
+
+class MalformedCursorError(UidFieldsError, ValueError):
+    """A keyset page's cursor (``after``/``before``) that names no key the column can
+    hold: not an id by the core's rule for id text, out of the column's range, empty,
+    or both cursors at once. Raised when the statement is built, before any SQL: the
+    cursor comes from a link, so it is the client's mistake (a 400 or a 404), not a
+    database error at execution (a 500). ``param`` names the cursor, ``value`` is what
+    it held.
+    """
+
+    def __init__(self, message: str, *, param: str, value: object) -> None:
+        self.param, self.value = param, value
+        super().__init__(message)
 
 
 class MissingExtraError(UidFieldsError, ModuleNotFoundError):

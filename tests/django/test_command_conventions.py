@@ -114,3 +114,19 @@ def test_every_option_has_help() -> None:
 def test_an_unknown_alias_is_a_command_error_naming_the_known_ones(args: list[str]) -> None:
     with pytest.raises(CommandError, match=r"unknown database 'nope'.*shard_0"):
         run(*args)
+
+
+@pytest.mark.usefixtures("forget_backfill")
+def test_migrate_all_backwards_says_what_it_unapplied_on_each_database() -> None:
+    """Issue 35: going back to 0001 unapplied 0002 everywhere, and every line said "up
+    to date" (only what was applied was counted)."""
+    with BACKFILL:
+        run("migrate-all", "opsapp", "0002_backfill", "--fake")
+        out, _ = run("migrate-all", "opsapp", "0001_initial", "--fake")
+    for alias in EVERY:
+        assert ("opsapp", "0002_backfill") not in applied(alias), out
+    lines = [line for line in out.splitlines() if line.split(" ", 1)[0] in EVERY]
+    assert len(lines) == len(EVERY), out
+    for line in lines:
+        assert "unapplied 1: opsapp.0002_backfill" in line, out
+        assert "up to date" not in line, out

@@ -17,7 +17,7 @@ from uid_fields import INSTAGRAM, TWITTER, ShardedIdGenerator, SnowflakeGenerato
 flask = pytest.importorskip("flask", reason="the flask extra (flask, flask-sqlalchemy)")
 pytest.importorskip("flask_sqlalchemy", reason="the flask extra (flask, flask-sqlalchemy)")
 
-from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField  # noqa: E402
+from uid_fields.sqlalchemy import ShardedBigIntField, SnowflakeField, keyset_page  # noqa: E402
 from uid_fields.sqlalchemy.flask import ShardedSQLAlchemy  # noqa: E402
 from uid_fields.sqlalchemy.types import SnowflakeType  # noqa: E402
 
@@ -183,3 +183,32 @@ def test_get_or_404_of_a_follower_asks_every_shard(app: Any) -> None:
         with pytest.raises(Exception) as raised:
             missing()
         assert getattr(raised.value, "code", None) == 404
+
+
+def test_a_malformed_keyset_cursor_is_a_400(app: Any) -> None:
+    """Issue 35: every malformed ``?after=`` was an HTTP 500 (SQLAlchemy's
+    StatementError at execution); with ``ShardedSQLAlchemy`` it is a 400 naming the
+    cursor, and a good cursor still pages."""
+
+    @app.get("/notes")
+    def notes() -> Any:
+        page = keyset_page(
+            db.session,
+            select(Note.id, Note.body),
+            Note.id,
+            after=flask.request.args.get("after"),
+            limit=2,
+        )
+        return {"ids": [row.id for row in page.rows], "next": page.next_after}
+
+    db.session.add_all([Note(body=f"n{i}") for i in range(5)])
+    db.session.commit()
+    client = app.test_client()
+    first = client.get("/notes")
+    assert first.status_code == 200
+    second = client.get(f"/notes?after={first.get_json()['next']}")
+    assert second.status_code == 200 and len(second.get_json()["ids"]) == 2
+    for bad in ["abc", "", "-1", "99999999999999999999999999", "1.5", "%201"]:
+        response = client.get(f"/notes?after={bad}")
+        assert response.status_code == 400, (bad, response.status_code)
+        assert "cursor" in response.get_data(as_text=True)

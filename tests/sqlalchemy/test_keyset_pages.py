@@ -13,12 +13,14 @@ import pytest
 from sqlalchemy import event, select
 from sqlalchemy.engine import Engine
 
+from uid_fields.errors import MalformedCursorError
 from uid_fields.ops import pages
 from uid_fields.sqlalchemy import (
     DeepOffsetWarning,
     bulk_insert,
     keyset_page,
     rows_after,
+    rows_before,
     sharded_session,
 )
 
@@ -142,3 +144,59 @@ def test_a_deep_offset_in_a_fan_out_warns_once(sqlite_shards: dict[str, Engine])
             session.on_all_shards(deep).all()
         assert caught == []
     pages.forget_deep_offsets()
+
+
+#: The cursors the DRF pagination answers 404 for (tests/django/test_keyset_pages.py),
+#: as a query string would give them, and values no id column can hold.
+MALFORMED = [
+    "abc",
+    "",
+    "-1",
+    "99999999999999999999999999",
+    "1.5",
+    " 12",
+    "\uff11\uff12",  # fullwidth digits: int() takes them, the core's rule does not
+    2**64,
+    -5,
+    True,
+]
+
+
+@pytest.mark.parametrize("cursor", MALFORMED)
+def test_a_malformed_cursor_is_refused_when_the_statement_is_built(
+    sqlite_shards: dict[str, Engine], cursor: Any
+) -> None:
+    """Issue 35: a malformed ``after`` failed only at execution, as SQLAlchemy's
+    StatementError (an HTTP 500); it is a MalformedCursorError (a ValueError) from
+    building the statement, before any SQL is sent."""
+    _fill(sqlite_shards)
+    statement = select(Order.id, Order.customer)
+    with pytest.raises(MalformedCursorError) as raised:
+        rows_after(statement, Order.id, cursor, limit=LIMIT)
+    assert isinstance(raised.value, ValueError)
+    with pytest.raises(MalformedCursorError):
+        rows_before(statement, Order.id, cursor, limit=LIMIT)
+    with sharded_session(sqlite_shards) as session, selects_sent(sqlite_shards) as selects:
+        with pytest.raises(MalformedCursorError, match="after"):
+            keyset_page(session, statement, Order.id, after=cursor, limit=LIMIT)
+        with pytest.raises(MalformedCursorError, match="before"):
+            keyset_page(session, statement, Order.id, before=cursor, limit=LIMIT)
+    assert selects == []  # refused before any shard was asked
+
+
+def test_after_and_before_together_is_a_malformed_cursor(
+    sqlite_shards: dict[str, Engine],
+) -> None:
+    ids = _fill(sqlite_shards)
+    with sharded_session(sqlite_shards) as session, pytest.raises(MalformedCursorError):
+        keyset_page(session, select(Order.id), Order.id, after=ids[0], before=ids[1], limit=LIMIT)
+
+
+def test_a_cursor_as_its_text_pages_like_the_id(sqlite_shards: dict[str, Engine]) -> None:
+    """A link's ``?after=<digits>`` is the id it spells, under the core's rule for id
+    text (the one DRF's pagination reads)."""
+    ids = sorted(_fill(sqlite_shards), reverse=True)
+    with sharded_session(sqlite_shards) as session:
+        by_text = keyset_page(session, select(Order.id), Order.id, after=str(ids[4]), limit=3)
+        by_int = keyset_page(session, select(Order.id), Order.id, after=ids[4], limit=3)
+    assert [r.id for r in by_text.rows] == [r.id for r in by_int.rows] == ids[5:8]

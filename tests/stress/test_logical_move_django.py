@@ -197,6 +197,8 @@ def test_a_cleanup_without_the_fence_deletes_only_what_the_target_holds(
             f"INSERT INTO {pics} (id, owner_id, caption) SELECT max(id) + 1, 7, 'late' "
             f"FROM {pics} WHERE {IN_RANGE} RETURNING id"
         ).fetchone()
+    with psycopg.connect(target, autocommit=True) as conn:  # the owner updates a row
+        conn.execute(f"UPDATE {pics} SET caption = 'owner' WHERE id = (SELECT min(id) FROM {pics})")
     copied = rows(target, pics, "true")
     cleaned = move(clusters, tmp_path, "--cleanup", deployed=True, ok=False)
     assert "1 rows were kept on src" in cleaned, cleaned
@@ -204,3 +206,66 @@ def test_a_cleanup_without_the_fence_deletes_only_what_the_target_holds(
     assert set(left) == {late} and left[late][2] == "late"  # kept; every copied row went
     assert late not in rows(target, pics, "true") and set(copied) <= set(rows(target, pics, "true"))
     assert rows(source, notes, PIC_IN_RANGE) == {}
+
+
+NEW_MAP_WRITES = """
+import random
+import django
+django.setup()
+from tests.stress.logical_django.pics.models import Pic, PicNote
+rand = random.Random(35)
+for i in range(30):
+    pic = Pic.objects.create(owner_id=rand.randrange(1, 1 << 40), caption=f"new{i}")
+    PicNote.objects.create(pic=pic, text=f"new{i}")
+for pic in Pic.objects.using("dst").order_by("id")[:5]:
+    pic.caption = "changed under the new map"
+    pic.save()
+"""
+OLD_MAP_WRITES = SEED.replace("Random(28)", "Random(36)").replace('f"p{i}"', 'f"old{i}"')
+
+
+def test_a_map_deployed_before_the_switch_is_said_abort_refuses_and_the_switch_goes_forward(
+    clusters: tuple[PostgresCluster, PostgresCluster], tmp_path: Path
+) -> None:
+    """Issue 35 through the command: half the fleet got the new map before --switch.
+    The run under the new map says so (before: "Next: move-shards --switch"); --abort
+    refuses and deletes nothing (before: it deleted the new map's rows and updates on
+    the target); the switch run under the new map keeps them, and after the cleanup
+    every row is on the target once, as last written."""
+    source = clusters[0].database_url("pics_src")
+    target = clusters[1].database_url("pics_dst")
+    pics, notes = "pics_pic", "pics_picnote"
+    for alias in ("src", "dst"):
+        django(clusters, "migrate", "--run-syncdb", "--database", alias, "-v", "0", tmp=tmp_path)
+    for url in (source, target):
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"TRUNCATE {notes}, {pics}")
+            # the fence a test before may leave (a cleanup that kept rows keeps it)
+            for name, table in conn.execute(
+                "SELECT tgname, tgrelid::regclass::text FROM pg_trigger WHERE NOT tgisinternal"
+            ).fetchall():
+                conn.execute(f'DROP TRIGGER "{name}" ON {table}')
+    django(clusters, code=SEED, tmp=tmp_path)
+    assert "copied and caught up" in move(clusters, tmp_path)
+    django(clusters, code=NEW_MAP_WRITES, deployed=True, tmp=tmp_path)  # half the fleet
+    django(clusters, code=OLD_MAP_WRITES.replace("160", "20"), tmp=tmp_path)  # the rest
+
+    early = move(clusters, tmp_path, deployed=True)
+    assert "deployed before --switch" in early and "Next: move-shards --switch" not in early
+    refused = move(clusters, tmp_path, "--abort", ok=False)
+    assert "only copy" in refused and "nothing was deleted" in refused, refused
+    assert "pics.Pic:" in refused and "5 rows changed there" in refused, refused
+    expected = {
+        table: {**rows(source, table, where), **rows(target, table, "true")}
+        for table, where in ((pics, IN_RANGE), (notes, PIC_IN_RANGE))
+    }
+    made_there = set(expected[pics]) - set(rows(source, pics, IN_RANGE))
+    assert made_there  # the new map's pictures, on the target only
+
+    switched = move(clusters, tmp_path, "--switch", deployed=True)  # forward
+    assert "switched:" in switched, switched
+    move(clusters, tmp_path, "--cleanup", deployed=True)
+    for table, where in ((pics, IN_RANGE), (notes, PIC_IN_RANGE)):
+        assert rows(target, table, "true") == expected[table]  # each once, as last written
+        assert rows(source, table, where) == {}
+    assert replication_objects(source) == replication_objects(target) == []

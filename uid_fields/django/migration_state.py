@@ -107,10 +107,12 @@ def lag(alias: str, default_applied: set[MigrationKey]) -> Lag:
 class MigrateResult:
     """What ``migrate`` did on one database.
 
-    ``applied``: the migrations it applied. On a failure, ``error`` is the exception in
-    one line, ``failed_at`` the first migration it lacks afterwards (the one that failed,
-    when ``migrate`` got that far) and ``stopped_at`` that migration's applied parents in
-    its own app (where the app stands). ``skipped`` says why it was not migrated at all.
+    ``applied``: the migrations it applied; ``unapplied``: the ones it unapplied (a
+    migration name behind the database's state migrates backwards). On a failure,
+    ``error`` is the exception in one line, ``failed_at`` the first migration it lacks
+    afterwards (the one that failed, when ``migrate`` got that far) and ``stopped_at``
+    that migration's applied parents in its own app (where the app stands). ``skipped``
+    says why it was not migrated at all.
     """
 
     alias: str
@@ -119,6 +121,7 @@ class MigrateResult:
     failed_at: MigrationKey | None = None
     stopped_at: tuple[MigrationKey, ...] = ()
     skipped: str | None = None
+    unapplied: tuple[MigrationKey, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -127,7 +130,11 @@ class MigrateResult:
     def __str__(self) -> str:
         if self.skipped is not None:
             return f"skipped: {self.skipped}"
-        done = f"applied {len(self.applied)}: {names(self.applied)}" if self.applied else ""
+        done = "; ".join(
+            f"{verb} {len(keys)}: {names(keys)}"
+            for verb, keys in (("applied", self.applied), ("unapplied", self.unapplied))
+            if keys
+        )
         if self.error is None:
             return f"OK, {done}" if done else "OK, up to date"
         where = ""
@@ -150,20 +157,24 @@ def migrate_database(alias: str, **options: Any) -> MigrateResult:
     """
     connection = connections[alias]
     before: list[MigrationKey] = []
+    applied_before: set[MigrationKey] = set()
     parents: dict[MigrationKey, set[MigrationKey]] = {}
     error: str | None = None
     try:
-        _, before, parents = migration_progress(connection)
+        applied_before, before, parents = migration_progress(connection)
         call_command("migrate", database=alias, interactive=False, **options)
     except Exception as exc:
         error = _one_line(exc)
     try:
         applied_now, _, _ = migration_progress(connection)
     except DatabaseError:
-        applied_now = set()
+        applied_now = applied_before  # unreadable now: claim nothing was unapplied
     applied = tuple(key for key in before if key in applied_now)
+    # Backwards (a migration name behind the state): what was applied and is no longer,
+    # named so a summary never says "up to date" for a database it changed.
+    unapplied = tuple(sorted(applied_before - applied_now))
     if error is None:
-        return MigrateResult(alias, applied)
+        return MigrateResult(alias, applied, unapplied=unapplied)
     failed_at = next((key for key in before if key not in applied_now), None)
     stopped_at: tuple[MigrationKey, ...] = ()
     if failed_at is not None:
@@ -172,7 +183,7 @@ def migrate_database(alias: str, **options: Any) -> MigrateResult:
                 p for p in parents.get(failed_at, ()) if p[0] == failed_at[0] and p in applied_now
             )
         )
-    return MigrateResult(alias, applied, error, failed_at, stopped_at)
+    return MigrateResult(alias, applied, error, failed_at, stopped_at, unapplied=unapplied)
 
 
 def migrate_each(

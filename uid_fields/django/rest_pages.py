@@ -29,14 +29,12 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
-from ..ops.pages import Keyset, KeysetPage
+from ..errors import MalformedCursorError
+from ..ops.pages import BIGINT_KEYS, Keyset, KeysetPage, cursor_key
 from .fields import UidField
 from .id_lookups import valid_id
 
 __all__ = ["KeysetPagination"]
-
-#: Keys a signed 64-bit column can hold: a larger one would be a database error (a 500).
-_BIGINT = range(-(2**63), 2**63)
 
 
 class KeysetPagination(BasePagination):
@@ -68,11 +66,15 @@ class KeysetPagination(BasePagination):
         self.request = request
         field = queryset.model._meta.pk
         descending = self._descending(field)
-        after = self._key(request, self.after_query_param, field)
-        before = self._key(request, self.before_query_param, field)
-        if after is not None and before is not None:
-            raise NotFound(self.invalid_cursor_message)
-        keyset = Keyset(descending, size, after=after, before=before)
+        try:
+            keyset = Keyset(
+                descending,
+                size,
+                after=self._key(request, self.after_query_param, field),
+                before=self._key(request, self.before_query_param, field),
+            )
+        except MalformedCursorError:
+            raise NotFound(self.invalid_cursor_message) from None
         if keyset.comparison is not None:
             lookup = "pk__lt" if keyset.comparison == "<" else "pk__gt"
             queryset = queryset.filter(**{lookup: keyset.key})
@@ -91,23 +93,23 @@ class KeysetPagination(BasePagination):
         return self.ordering.startswith("-")
 
     def _key(self, request: Any, param: str, field: Any) -> Any:
-        text = request.query_params.get(param)
-        if text is None:
-            return None
-        try:
-            value = self.decode_key(text, field)
-        except (DjangoValidationError, TypeError, ValueError, OverflowError):
-            raise NotFound(self.invalid_cursor_message) from None
-        if value is None:
-            raise NotFound(self.invalid_cursor_message)
-        return value
+        """The key of one cursor by the core's rule (``cursor_key``, SQLAlchemy's too);
+        a ``MalformedCursorError`` for one that names no key (a 404 above)."""
+
+        def decode(text: str) -> Any:
+            try:
+                return self.decode_key(text, field)
+            except DjangoValidationError as exc:  # Django's own ValueError, for the core
+                raise ValueError(" ".join(exc.messages)) from None
+
+        return cursor_key(param, request.query_params.get(param), decode)
 
     def decode_key(self, text: str, field: Any) -> Any:
         """The primary key a link names; ValueError when it names none that can exist."""
         value = field.to_python(text)
         if isinstance(field, UidField) and not valid_id(field, value):
             raise ValueError(text)
-        if isinstance(value, int) and value not in _BIGINT:
+        if isinstance(value, int) and value not in BIGINT_KEYS:
             raise ValueError(text)
         return value
 

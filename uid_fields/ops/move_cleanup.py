@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .move_recovery import source_copies
 from .move_reports import CleanupReport
 from .move_tables import RowStore
 from .move_walk import MoveWalk
@@ -28,12 +29,14 @@ class MoveCleanup(MoveWalk):
     def cleanup(self, *, dry_run: bool = False) -> list[CleanupReport]:
         """Delete the source's copies of the range, children first, and remove the fence.
 
-        Deleted: the source rows the target holds, and, when the switch's fingerprint
-        shows the source unchanged since (``_trusted``), the rows the application deleted
-        on the target after the switch. Kept, and reported: rows not on the target that
-        nothing tells from rows never copied, and rows a kept row still refers to (a
-        parent whose child is kept: the database refuses its delete, which is then
-        tried row by row instead of failing the batch). The fence opens for deletes
+        Deleted: the source rows the target holds (without a switch on record, only
+        those it holds as they are: ``move_recovery.source_copies``), and, when the
+        switch's fingerprint shows the source unchanged since (``_trusted``), the rows
+        the application deleted on the target after the switch. Kept, and reported:
+        rows not on the target that nothing tells from rows never copied, rows the
+        target holds in another version with no switch on record, and rows a kept row
+        still refers to (a parent whose child is kept: the database refuses its delete,
+        which is then tried row by row instead of failing the batch). The fence opens for deletes
         first; it goes, and an existing state file is marked finished, once nothing is
         kept. Refused until the maps give the range to the target. With ``dry_run``
         nothing is deleted: the reports count what would be deleted and kept.
@@ -53,9 +56,11 @@ class MoveCleanup(MoveWalk):
             report = CleanupReport(label, dry_run=dry_run)
             ticker = self._ticker(table, "cleanup")
             for source, target, _key, walked in self._pairs(table, None):
-                there = {row[0] for row in target}
-                absent = [row[0] for row in source if row[0] not in there]
-                doomed = [row[0] for row in source if row[0] in there]
+                doomed, absent, changed = source_copies(
+                    source, target, switched=self.state.switched
+                )
+                for key in changed:  # the source's may be the only copy of that version
+                    report.keep(key, changed=True)
                 if label in trusted:  # deleted on the target since the switch
                     report.deleted_since += len(absent)
                     doomed += absent

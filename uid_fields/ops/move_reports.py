@@ -133,10 +133,14 @@ class CleanupReport:
     dry_run: bool = False
     #: Of ``deleted``: rows the application deleted on the target after the switch.
     deleted_since: int = 0
+    #: Of ``kept``: rows the target holds in another version, with no switch on record
+    #: to say the target's is the newer one (``move_recovery.source_copies``).
+    changed: int = 0
 
-    def keep(self, key: Any, *, referenced: bool = False) -> None:
+    def keep(self, key: Any, *, referenced: bool = False, changed: bool = False) -> None:
         self.kept += 1
         self.referenced += referenced
+        self.changed += changed
         if len(self.samples) < 5:
             self.samples.append(key)
 
@@ -145,6 +149,8 @@ class CleanupReport:
         if self.kept:
             shown = ", ".join(str(s) for s in self.samples)
             why = "not on the target"
+            if self.changed:
+                why += f", or another version there and no switch on record ({self.changed})"
             if self.referenced:
                 why += f", or referred to by kept rows ({self.referenced})"
             kept = f"; {self.kept} kept: {why} (e.g. {shown})"

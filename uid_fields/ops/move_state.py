@@ -44,6 +44,9 @@ class MoveState:
         self.belongs = belongs
         self.started_ms: int | None = None
         self.caught_up_ms: int | None = None
+        #: When the last copy and catch-up ended: a row the mover copied was made
+        #: before, so a target row made later was written there (``move_recovery``).
+        self.passed_ms: int | None = None
         self.cursors: dict[str, Any] = {}
         self.done: set[str] = set()
         #: Whether ``switch()`` ended with an exact copy behind the fence.
@@ -94,6 +97,7 @@ class MoveState:
                 raise self._refuse(f"holds the state of another move{since} ({said})")
         self.started_ms = data.get("started_ms")
         self.caught_up_ms = data.get("caught_up_ms")
+        self.passed_ms = data.get("passed_ms")
         self.cursors = {k: _decode_key(v) for k, v in data.get("cursors", {}).items()}
         self.done = set(data.get("done", []))
         self.switched = bool(data.get("switched", False))
@@ -115,6 +119,7 @@ class MoveState:
             "belongs": self.belongs,
             "started_ms": self.started_ms,
             "caught_up_ms": self.caught_up_ms,
+            "passed_ms": self.passed_ms,
             "cursors": {k: _encode_key(v) for k, v in self.cursors.items()},
             "done": sorted(self.done),
             "switched": self.switched,

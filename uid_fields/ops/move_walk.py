@@ -81,6 +81,9 @@ class MoveWalk:
         if map_name:
             self.name = f"{map_name} {self.name}"
         self._source_sums: dict[str, ShardSums] = {}
+        #: Keys this process inserted on the target, per table: copies, whatever time
+        #: their ids carry (``ShardMove._refuse_target_writes``).
+        self._inserted: dict[str, set[Any]] = {}
         self._held: bool | None = None
         belongs = None if state is None else self._belongs()
         self.state = MoveState(state, f"{source}->{target} {span}", belongs)

@@ -21,6 +21,10 @@ table as a ``RowStore`` (read a batch of rows ordered by primary key, write a ba
 4. **Verify** (``verify()``). Per logical shard, the row count and a checksum of the rows
    are compared on both sides; logical shards that differ are copied again, then checked
    again.
+``abort()`` calls a move off before its switch: it deletes the target's copies, but only
+copies (``move_recovery``): a target written to under a new map deployed early is refused,
+or its writes are copied back to the source first (``copy_back``).
+
 5. **Clean up** (``cleanup()``), once the new map gives the range to the target: the
    source's rows of the range are deleted in batches, children first, and only rows the
    target holds: a row that never reached the target is kept and reported. The fence
@@ -45,6 +49,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from . import move_recovery
 from .fences import MoveFence
 from .move_cleanup import MoveCleanup
 from .move_reports import CleanupReport, MoveReport, Progress, VerifyReport
@@ -107,6 +112,10 @@ class ShardMove(MoveCleanup):
             gone = [row[0] for row in target if row[0] not in ours]
             if not mirror:
                 changed, gone = [], []
+            self._refuse_target_writes(table, gone)
+            if self.state.passed_ms is not None and table.key_layout is not None:
+                # copies made after a full pass (few): told apart from target writes
+                self._inserted.setdefault(store.label, set()).update(r[0] for r in missing)
             writes = [(store.insert, missing), (store.update, changed), (store.delete, gone)]
             try:
                 with store.writing(self.target):
@@ -130,6 +139,33 @@ class ShardMove(MoveCleanup):
         ticker.end()
         log.info("%s", report)
         return report
+
+    def _refuse_target_writes(self, table: MovedTable, gone: list[Any]) -> None:
+        """Before the mirror deletes target rows the source lacks: refuse when some were
+        never copied (``move_recovery.never_copied``; this process's own inserts are
+        copies), as after an early deploy of the new map."""
+        copied = self._inserted.get(table.store.label, set())
+        late = move_recovery.never_copied(
+            [key for key in gone if key not in copied],
+            table.key_layout,
+            self.state.passed_ms,
+            self.margin_ms,
+        )
+        if not late:
+            return
+        shown = ", ".join(str(key) for key in late[: move_recovery.SHOWN])
+        early = move_recovery.refusal(
+            [move_recovery.TargetWrites(table.store.label, len(late), keys=late[:5])],
+            source=self.source,
+            target=self.target,
+            doing="making the copy equal to the source",
+            forward=False,
+        )
+        raise move_recovery.TargetWritten(
+            f"{table.store.label}: {self.target} holds {len(late)} rows of the range made "
+            f"after the last copy ended (keys {shown}) that the mover never copied: they "
+            f"were written there, under a new map deployed early. {early}"
+        )
 
     def copy(self) -> list[MoveReport]:
         """Copy the range (resuming a stopped copy), then catch up with rows written
@@ -169,6 +205,7 @@ class ShardMove(MoveCleanup):
                 after = first - 1  # the walk takes keys above ``after``
             reports.append(self._sync(table, "catch-up", after))
         self.state.caught_up_ms = began
+        self.state.passed_ms = self.clock_ms()
         self.state.save()
         return reports
 
@@ -284,17 +321,22 @@ class ShardMove(MoveCleanup):
         it checks the source against its fingerprint, behind the fence, and returns no
         copy reports; a stopped switch is simply run again."""
         if self.deployed:
+            early = move_recovery.early_deploy(self, switched=self.state.switched, forward=False)
             raise ValueError(
                 f"the map already gives logical shards {self._span()} to {self.target!r}: "
-                "the switch comes before the new map is deployed"
+                f"the switch comes before the new map is deployed{'; ' + early if early else ''}"
             )
         self.state.refuse_if_finished()
         if self.state.switched:
             return [], self._switched_again()
         log.info("%r: closing the range on %s for the switch", self, self.source)
         self.fence.install()
-        copied = self.copy()
-        checked = self.verify(rounds=rounds)
+        try:
+            copied = self.copy()
+            checked = self.verify(rounds=rounds)
+        except move_recovery.TargetWritten:
+            self.fence.remove()  # nothing is switched: the source takes writes again
+            raise
         if all(check.ok for check in checked):
             self.state.fingerprints = {
                 label: [
@@ -323,6 +365,59 @@ class ShardMove(MoveCleanup):
                 "the fence removed?): unfence, then switch again before deploying"
             )
         return self.verify()
+
+    def abort(self, *, copy_back: bool = False) -> dict[str, int]:
+        """Call a move off before its switch: delete the target's copies of the range,
+        children first, remove the fence, and forget the state (a new move starts over).
+
+        Only copies are deleted (``move_recovery``): when the target holds rows, or
+        versions of rows, that the source does not (written there under a new map
+        deployed early), the abort is refused naming them, unless ``copy_back``, which
+        copies them to the source first (a row changed on both sides keeps the target's
+        version: the portable mover cannot tell which is newer) and looks again. Refused
+        under a map that gives the range to the target, and after the switch (call it
+        off with ``unfence()`` first). Returns the copies deleted, per table.
+        """
+        if self.deployed:
+            early = move_recovery.early_deploy(self, switched=self.state.switched, forward=False)
+            raise ValueError(f"--abort refused: {early or 'the map gives the range to the target'}")
+        if self.state.switched:
+            raise ValueError(
+                f"{self!r} has switched: call the switch off with --unfence first (the "
+                f"fence then goes, and {self.source!r} takes the range's writes again)"
+            )
+        why = self._abort_refusal()
+        if why is not None and not copy_back:
+            raise ValueError(why)
+        if why is not None:
+            for copied in move_recovery.copy_back(self):
+                log.warning("%r: copied back to %s: %s", self, self.source, copied)
+            again = self._abort_refusal()
+            if again is not None:  # a process still on the new map writes to the target
+                raise ValueError(again)
+        deleted: dict[str, int] = {}
+        for table in reversed(self.tables):
+            label = table.store.label
+            deleted[label] = 0
+            for rows in self._rows_of(table, self.target):
+                if rows:
+                    with table.store.writing(self.target):
+                        table.store.delete(self.target, [row[0] for row in rows])
+                    deleted[label] += len(rows)
+        self.fence.remove()
+        if self.state.path is not None:
+            self.state.path.unlink(missing_ok=True)
+        log.info("%r: aborted; the target's copies and the fence are removed", self)
+        return deleted
+
+    def _abort_refusal(self) -> str | None:
+        return move_recovery.refusal(
+            move_recovery.target_writes(self),
+            source=self.source,
+            target=self.target,
+            doing="--abort",
+            forward=False,
+        )
 
     def unfence(self) -> None:
         """Call a switch off before the new map is deployed: remove the fence, and

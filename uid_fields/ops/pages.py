@@ -9,9 +9,11 @@ square of the table. A keyset page instead asks each shard for the ``limit`` row
 the last key shown (``WHERE id < :key ORDER BY id DESC LIMIT :limit``, on the id's
 index) and merges them: its cost does not depend on how deep the page is.
 
-The rules here are the adapters' one source: which comparison a keyset page sends, how
-many rows it fetches to know whether another page follows, which keys the next and the
-previous pages start from, and when a fan-out's OFFSET earns a warning.
+The rules here are the adapters' one source: which cursor is malformed (``cursor_key``:
+a 404 in DRF, a ``MalformedCursorError`` when SQLAlchemy's statement is built, never a
+database error at execution), which comparison a keyset page sends, how many rows it
+fetches to know whether another page follows, which keys the next and the previous
+pages start from, and when a fan-out's OFFSET earns a warning.
 """
 
 from __future__ import annotations
@@ -22,14 +24,19 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from .._internal import validate as check
+from ..errors import MalformedCursorError
+from ..ids.layouts import coerce_id
 
 __all__ = [
     "DEFAULT_OFFSET_WARNING",
     "DeepOffsetWarning",
     "Keyset",
     "KeysetPage",
+    "MalformedCursorError",
+    "cursor_key",
     "deep_offset_message",
     "forget_deep_offsets",
+    "integer_key",
 ]
 
 R = TypeVar("R")
@@ -42,6 +49,57 @@ DEFAULT_OFFSET_WARNING = 1000
 class DeepOffsetWarning(RuntimeWarning):
     """A fan-out with a deep OFFSET: every shard returned ``offset + limit`` rows for a
     page of ``limit``. Use keyset pages (rows after the last id shown) instead."""
+
+
+#: Keys a signed 64-bit column can hold: a larger one would be a database error (a 500).
+BIGINT_KEYS = range(-(2**63), 2**63)
+
+#: What a column's own conversion raises for a value it cannot hold.
+_REFUSED = (TypeError, ValueError, OverflowError)
+
+
+def integer_key(value: object) -> int:
+    """The cursor of an integer key column with no conversion of its own: an int of a
+    signed 64-bit column, or its text under the core's one rule for id text
+    (``coerce_id``: ASCII digits only, so no sign, space, ``_`` or other script's digits,
+    all of which ``int()`` takes). ValueError/TypeError otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool) and value in BIGINT_KEYS:
+        return value
+    return coerce_id(value, max_value=BIGINT_KEYS[-1])
+
+
+def cursor_key(param: str, value: Any, convert: Callable[[Any], Any]) -> Any:
+    """The key a keyset cursor names (None: no cursor, the first page), read by the key
+    column's own conversion ``convert`` (an id field's: the layout's range; a plain
+    integer's: ``integer_key``).
+
+    A cursor comes from a link, so a value the column cannot hold is the client's
+    mistake: a ``MalformedCursorError`` (a ValueError) naming ``param`` when
+    ``convert`` refuses it (TypeError, ValueError, OverflowError), when it converts to
+    nothing (an empty string) or to an int no signed 64-bit column holds. One rule for
+    every adapter: DRF answers 404 for it, SQLAlchemy raises it when the statement is
+    built, before any SQL (before, the database driver refused it at execution: a
+    ``StatementError``, a 500)."""
+    if value is None:
+        return None
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    try:
+        key = convert(value)
+    except _REFUSED as exc:
+        raise MalformedCursorError(
+            f"malformed keyset cursor {param}={shown}: {exc}", param=param, value=value
+        ) from None
+    if key is None or key == "" or isinstance(key, bool):
+        raise MalformedCursorError(
+            f"malformed keyset cursor {param}={shown}: it names no key", param=param, value=value
+        )
+    if isinstance(key, int) and key not in BIGINT_KEYS:
+        raise MalformedCursorError(
+            f"malformed keyset cursor {param}={shown}: out of a 64-bit key's range",
+            param=param,
+            value=value,
+        )
+    return key
 
 
 _warned: set[Hashable] = set()
@@ -102,7 +160,11 @@ class Keyset:
     def __post_init__(self) -> None:
         check.integer("limit", self.limit, 1)
         if self.after is not None and self.before is not None:
-            raise ValueError("a keyset page starts after a key or before one, not both")
+            raise MalformedCursorError(
+                "malformed keyset cursor: a page starts after a key or before one, not both",
+                param="after/before",
+                value=(self.after, self.before),
+            )
 
     @property
     def backwards(self) -> bool:

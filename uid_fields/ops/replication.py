@@ -35,7 +35,11 @@ deletes) in commit order, so nothing written during the copy can be missed:
    row missing there now was deleted by the application since) and removes the fence.
 
 ``abort()`` undoes a move that has not switched: subscription, slots, publication, the
-replica identities, the target's copies of the range and the fence. ``unfence()``
+replica identities, the target's copies of the range and the fence; it first fences the
+source, lets the target catch up and refuses when the target holds writes the source
+lacks (the new map deployed early: ``move_recovery``), unless told to copy them back.
+A switch under the new map (that early deploy, then deployed everywhere) switches
+forward: the target's own writes are kept, and it gets every write the source took. ``unfence()``
 calls a switch off before the deploy. A run stopped anywhere (even ``kill -9``) is
 resumed by the next one: what it created is found by name, and a switch that had
 compared equal is finished rather than started again.
@@ -59,6 +63,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..sql import replication as sql
+from . import move_recovery
+from .move_recovery import early_deploy, refusal, target_writes
 from .move_reports import CleanupReport
 from .moves import ShardMove
 from .replication_parts import (
@@ -417,6 +423,17 @@ class LogicalMove:
         if self._subscription() is not None:
             self.wait_caught_up(lsn)
         differing = {label: n for label, n in self.compare().items() if n}
+        if differing and self.move.deployed:
+            # Switching forward after an early deploy: the target owns the range and
+            # took writes of its own; it has also confirmed every write of the source
+            # (fenced), so its rows are the range's. Said, then kept.
+            kept = [str(w) for w in target_writes(self.move) if w.written or w.only_on_source]
+            log.warning(
+                "%r: switching forward under the new map; the target's own writes are kept (%s)",
+                self,
+                "; ".join(kept) or "differing logical shards " + str(differing),
+            )
+            differing = {}
         if differing:
             self.fence.remove()
             self.state.fenced = False
@@ -481,22 +498,74 @@ class LogicalMove:
             "subscriptions": [] if self._subscription() is None else [self.name],
         }
 
-    def abort(self) -> None:
+    def abort(self, *, copy_back: bool = False) -> None:
         """Undo a move that has not switched: drop subscription, slots, publication,
         restore the replica identities, delete the target's copies of the range and
-        remove the fence. Refused after the switch (then: deploy, and clean up)."""
+        remove the fence. Refused after the switch (then: deploy, and clean up), and
+        under a map that gives the range to the target (deployed early: switch forward,
+        or deploy the old map everywhere first).
+
+        The target's copies go only when they are copies (``move_recovery``): while the
+        move streams, the source is fenced and the target caught up first, then both
+        sides are compared. Rows, or versions of rows, that only the target holds were
+        written there under a new map: the abort is refused naming them (the fence is
+        removed, replication goes on), unless ``copy_back``, which copies them to the
+        source once the replication is dropped, looks again, and only then deletes.
+        """
         if self.state.switched:
             raise ReplicationError(
                 f"{self!r} has switched: deploy the new map and run the cleanup, or call the "
                 "switch off with unfence() before the deploy"
             )
+        early = early_deploy(self.move, switched=False)
+        if early is not None:
+            raise ReplicationError(f"--abort refused: {early}")
+        why = self._writes_refusal()
+        if why is not None and not copy_back:
+            self._open_fence()
+            raise ReplicationError(why)
         self._drop_replication()
         self._restore_identities()
-        if not self.move.deployed:
-            self._delete_target_copies()
+        if why is not None:
+            self._open_fence()  # the source takes the copies back, and the old map's writes
+            for copied in move_recovery.copy_back(self.move):
+                log.warning("%r: copied back to %s: %s", self, self.source.name, copied)
+            again = self._writes_refusal(fence=False)
+            if again is not None:  # a process still on the new map writes to the target
+                raise ReplicationError(again)
+        self._delete_target_copies()
         self.fence.remove()
         self.state.forget()
         log.info("%r: aborted; everything it made is removed", self)
+
+    def _writes_refusal(self, *, fence: bool = True) -> str | None:
+        """Why the target's copies cannot be deleted (``move_recovery.refusal``), or None.
+
+        While the subscription streams, the source is fenced first (``fence``) and the
+        target left to confirm the source's last write, so a difference is a write made
+        on the target, not one still in flight; the fence stays for the caller to keep
+        or remove."""
+        streaming = self._subscription() is not None and set(self._states().values()) == {"r"}
+        if fence and streaming:
+            self.state.fenced = True
+            self.state.save()  # before: a kill during install still finds (and removes) it
+            self.fence.install()
+            try:
+                self.wait_caught_up()
+            except BaseException:
+                self._open_fence()
+                raise
+        return refusal(
+            target_writes(self.move),
+            source=self.source.name,
+            target=self.target.name,
+            doing="--abort",
+        )
+
+    def _open_fence(self) -> None:
+        self.fence.remove()
+        self.state.fenced = False
+        self.state.save()
 
     def unfence(self) -> None:
         """Call a switch off before the deploy: remove the fence and forget the move.
@@ -553,6 +622,9 @@ class LogicalMove:
                 self,
                 self.source.name,
             )
+            # The switch happened: the target owns the range, so a row it holds is the
+            # row whatever its version (move_recovery.source_copies after a switch).
+            self.move.state.switched = True
             return self.move.cleanup(dry_run=dry_run)
         reports = []
         if not dry_run:

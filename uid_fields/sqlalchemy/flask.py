@@ -26,7 +26,9 @@ from flask_sqlalchemy.query import Query as FlaskQuery
 from sqlalchemy.orm import scoped_session, sessionmaker
 from sqlalchemy.util import ScopedRegistry
 
+from ..errors import MalformedCursorError
 from ..placement.shards import ShardMap
+from .pages import bad_cursor_response
 from .session import ShardedIdQuery, ShardedIdSession, refuse_choosers
 
 __all__ = ["FlaskShardedSession", "ShardedSQLAlchemy", "ShardedScopedSession"]
@@ -106,6 +108,13 @@ class ShardedSQLAlchemy(flask_sqlalchemy.SQLAlchemy):
         self.session = ShardedScopedSession(  # type: ignore[assignment]
             factory, scopefunc=registry.scopefunc
         )
+
+    def init_app(self, app: Any) -> None:
+        """Flask-SQLAlchemy's ``init_app``; a malformed keyset cursor (``keyset_page``'s
+        ``after``/``before`` from a link) answers 400, not 500 (an app's own handler for
+        ``MalformedCursorError``, registered after, replaces it)."""
+        super().init_app(app)
+        app.register_error_handler(MalformedCursorError, bad_cursor_response)
 
     def create_all(self, bind_key: str | list[str | None] | None = "__all__") -> None:
         """Flask-SQLAlchemy's ``create_all``; with every bind (the default), the tables of

@@ -10,6 +10,10 @@ key's index, whatever the depth (``uid_fields.ops.pages`` says why, and holds th
                        after=page.next_after, limit=20)
 
 ``rows_after`` builds the statement alone, for ``on_all_shards`` or any other session.
+A cursor the key column cannot hold (``?after=abc`` from a link) is a
+``MalformedCursorError``, a ValueError, raised while the statement is built: nothing is
+sent, and a web application answers 400 for it (``ShardedSQLAlchemy`` does, with
+``bad_cursor_response``), not the 500 of a ``StatementError`` at execution.
 """
 
 from __future__ import annotations
@@ -21,10 +25,26 @@ from typing import Any
 from sqlalchemy import Select
 from sqlalchemy.engine import Row
 
-from ..ops.pages import DeepOffsetWarning, Keyset, KeysetPage, deep_offset_message
+from ..errors import MalformedCursorError
+from ..ops.pages import (
+    DeepOffsetWarning,
+    Keyset,
+    KeysetPage,
+    cursor_key,
+    deep_offset_message,
+    integer_key,
+)
 from .compat import select_parts
 
-__all__ = ["DeepOffsetWarning", "KeysetPage", "keyset_page", "rows_after", "rows_before"]
+__all__ = [
+    "DeepOffsetWarning",
+    "KeysetPage",
+    "MalformedCursorError",
+    "bad_cursor_response",
+    "keyset_page",
+    "rows_after",
+    "rows_before",
+]
 
 
 def rows_after(
@@ -36,7 +56,7 @@ def rows_after(
     ``WHERE column < :after ORDER BY column DESC LIMIT :limit`` (its own ORDER BY is
     replaced; it must have no LIMIT or OFFSET of its own): through ``on_all_shards`` each
     shard returns ``limit`` rows, never an OFFSET's worth."""
-    return _keyed(statement, column, Keyset(descending, limit, after=after), limit)
+    return _keyed(statement, column, _keyset(column, descending, limit, after, None), limit)
 
 
 def rows_before(
@@ -45,7 +65,7 @@ def rows_before(
     """The ``limit`` rows just before the key ``before`` in ``column``'s order (the
     previous page), fetched in the opposite order: nearest first. ``keyset_page`` puts
     them back in order."""
-    return _keyed(statement, column, Keyset(descending, limit, before=before), limit)
+    return _keyed(statement, column, _keyset(column, descending, limit, None, before), limit)
 
 
 def keyset_page(
@@ -63,9 +83,48 @@ def keyset_page(
     with the keys of the pages beside it: ``next_after`` (None on the last page) and
     ``previous_before`` (None on the first). Each shard runs the statement once with
     ``LIMIT limit + 1``; the rows are ``on_all_shards``' rows (``Row`` objects)."""
-    keyset = Keyset(descending, limit, after=after, before=before)
+    keyset = _keyset(column, descending, limit, after, before)
     rows = session.on_all_shards(_keyed(statement, column, keyset, keyset.fetch_limit)).all()
     return keyset.page(rows, _reader(column))
+
+
+def _keyset(column: Any, descending: bool, limit: int, after: Any, before: Any) -> Keyset:
+    """The page's keyset with its cursors read by the column's own conversion (the core's
+    ``cursor_key``): a malformed one raises here, while the statement is built."""
+    convert = _converter(column)
+    return Keyset(
+        descending,
+        limit,
+        after=cursor_key("after", after, convert),
+        before=cursor_key("before", before, convert),
+    )
+
+
+def _converter(column: Any) -> Any:
+    """How ``column`` reads a cursor: an id type's own ``coerce`` (its layout's range),
+    the core's ``integer_key`` for other integer columns, else the value as given (the
+    type's bind processing at execution is all SQLAlchemy offers for the rest)."""
+    column_type = getattr(column, "type", None)
+    coerce = getattr(column_type, "coerce", None)
+    if callable(coerce):
+        return coerce
+    try:
+        python_type = column_type.python_type if column_type is not None else None
+    except NotImplementedError:
+        python_type = None
+    if python_type is int:
+        return integer_key
+    return _as_given
+
+
+def _as_given(value: Any) -> Any:
+    return value
+
+
+def bad_cursor_response(error: MalformedCursorError) -> tuple[dict[str, str], int]:
+    """A web answer for a malformed cursor: 400 with the message and the cursor's name
+    (Flask's error handler shape; ``ShardedSQLAlchemy`` registers it)."""
+    return {"error": str(error), "cursor": error.param}, 400
 
 
 def _keyed(statement: Select[Any], column: Any, keyset: Keyset, fetch: int) -> Select[Any]:

@@ -143,6 +143,12 @@ def _move_shards(sub: Any) -> None:
     move.add_argument(
         "--state", help="the file that lets a stopped copy resume (default: in this directory)"
     )
+    move.add_argument(
+        "--copy-back",
+        action="store_true",
+        help="with --abort, after a new map was deployed early and rolled back: copy the "
+        "rows and versions only the target holds to the source first, then abort",
+    )
     steps = move.add_mutually_exclusive_group()
     steps.add_argument(
         "--switch",
@@ -158,8 +164,9 @@ def _move_shards(sub: Any) -> None:
     steps.add_argument(
         "--abort",
         action="store_true",
-        help="with logical replication: call a move off before its switch (drops the "
-        "subscription, slot and publication, the target's copies and the fence)",
+        help="call a move off before its switch: delete the target's copies of the range "
+        "and the fence (by logical replication also the subscription, slot and "
+        "publication); refused when the target holds writes the source lacks",
     )
     steps.add_argument(
         "--cleanup",

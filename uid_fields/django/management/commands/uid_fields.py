@@ -13,6 +13,7 @@ from django.core import serializers
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
 
+from ....ops.move_recovery import early_deploy
 from ....ops.replication import ReplicationError
 from ....sql import installs
 from ...audit import audit_model, audited_models
@@ -299,10 +300,13 @@ class Command(BaseCommand):
         unfence: bool = False,
         abort: bool = False,
         method: str = "auto",
+        copy_back: bool = False,
         **options: Any,
     ) -> None:
         if dry_run and not cleanup:
             raise CommandError("--dry-run goes with --cleanup: a copy deletes nothing")
+        if copy_back and not abort:
+            raise CommandError("--copy-back goes with --abort")
         low = high = None
         if span is not None:
             try:
@@ -328,13 +332,9 @@ class Command(BaseCommand):
                 unfence=unfence,
                 dry_run=dry_run,
                 batch_size=batch_size,
+                copy_back=copy_back,
             )
             return
-        if abort:
-            raise CommandError(
-                "--abort calls off a move by logical replication; a portable move is called "
-                "off with --unfence (its copies stay on the target until the next run)"
-            )
         try:
             move = shard_move(
                 map,
@@ -357,6 +357,17 @@ class Command(BaseCommand):
                 raise CommandError(str(exc)) from None
             self.stdout.write(f"fence removed: {source} takes writes of the range again")
             return
+        if abort:
+            try:
+                deleted = move.abort(copy_back=copy_back)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+            counts = ", ".join(f"{label} {n}" for label, n in deleted.items())
+            self.stdout.write(
+                f"aborted: the target's copies ({counts}) and the fence are removed; "
+                f"{source} keeps the range"
+            )
+            return
         if switch:
             self._switch(move)
             return
@@ -372,6 +383,7 @@ class Command(BaseCommand):
         checked = move.verify()
         for check in checked:
             self.stdout.write(str(check))
+        early = early_deploy(move, switched=move.state.switched, forward=False)
         if not all(c.ok for c in checked):
             if move.after_switch:
                 missing = sum(c.missing for c in checked)
@@ -380,12 +392,15 @@ class Command(BaseCommand):
                     "whether they were never copied or deleted there since (the source "
                     "changed after the switch, or there was no --switch): nothing was "
                     "copied; --cleanup keeps them on the source and names some"
+                    + (f". Note: {early}" if early and move.state.started_ms else "")
                 )
             self.stdout.write(
                 "the copy still differs where writes went on meanwhile; --switch closes "
                 "the range for writes and makes it exact"
             )
-        if move.deployed:
+        if early and move.state.started_ms is not None:
+            step = early  # this move copied, and the map came before its switch
+        elif move.deployed:
             step = f"deployed: run move-shards --cleanup to delete the copies left on {source}"
         elif move.state.switched:
             step = (
@@ -443,6 +458,7 @@ class Command(BaseCommand):
         unfence: bool,
         dry_run: bool,
         batch_size: int,
+        copy_back: bool = False,
     ) -> None:
         """The move by logical replication. A plain run starts (or resumes) the
         publication, slot and subscription and waits until the target has copied the
@@ -461,7 +477,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{logical}: {', '.join(t.label for t in logical.tables)}")
             try:
                 if abort:
-                    logical.abort()
+                    logical.abort(copy_back=copy_back)
                     self.stdout.write(
                         "aborted: subscription, slot, publication, the target's copies and "
                         "the fence are removed"
@@ -482,6 +498,12 @@ class Command(BaseCommand):
                             f"{kept} rows were kept on {source} (listed above): they are "
                             f"not on {target}"
                         )
+                elif not switch and early_deploy(move, switched=logical.switched):
+                    logical.run(switch=False)  # streaming goes on: the source still writes
+                    self.stdout.write(
+                        f"copied and caught up: {target} follows {source} by logical "
+                        f"replication. But {early_deploy(move, switched=logical.switched)}"
+                    )
                 elif logical.switched:
                     self.stdout.write(
                         f"switched already: give these logical shards to {target} in the map "
@@ -518,9 +540,11 @@ class Command(BaseCommand):
         kept = sum(r.kept for r in cleaned)
         if kept:
             were = "would be" if dry_run else "were"
+            changed = sum(r.changed for r in cleaned)
+            other = f" ({changed} of them are there in another version)" if changed else ""
             raise CommandError(
                 f"{kept} rows {were} kept on {move.source} (listed above): they are not on "
-                f"{move.target}; the fence stays until a cleanup keeps nothing"
+                f"{move.target}{other}; the fence stays until a cleanup keeps nothing"
             )
         if not dry_run:
             self.stdout.write(
