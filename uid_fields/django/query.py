@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, Self, overload
 from asgiref.sync import sync_to_async
 from django.apps import apps
 from django.db import models
-from django.db.models import Count, Max, Min, Sum
 
 from ..errors import ShardRoutingError
-from ..ops import merge
+from . import plans
 from .choices import building_choices
 from .compat import ModelIterable, iterable_class
 from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
@@ -377,14 +376,10 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         return self.on_all_shards()
 
     # -- evaluation ----------------------------------------------------------------------
-    def _refuse_uncombinable(self, what: str) -> None:
-        query = self.query
-        per_row = self._groups_by_row() and self._joins_stay_on_the_shard()
-        if (query.group_by is not None and not per_row) or query.distinct or query.combinator:
-            raise NotImplementedError(
-                f"{what} across shards cannot combine GROUP BY, DISTINCT or set operations "
-                "of several databases; run it per shard with .using(alias)"
-            )
+    def _refuse_uncombinable(self) -> None:
+        """``UnmergeableQueryError`` for a construct not proven to decompose over shards
+        (``plans.refusals``), before any query runs: every fan-out path asks."""
+        plans.vet(self)
 
     def _groups_by_row(self) -> bool:
         """Whether GROUP BY includes the primary key: each group is one row of one shard."""
@@ -412,7 +407,9 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         return True
 
     def _fanout_results(self) -> list[Any]:
-        self._refuse_uncombinable("a query")
+        self._refuse_uncombinable()
+        if plans.planned(self):  # groups that span shards, DISTINCT values: the core merges
+            return plans.results(self)
         order_terms(self)  # an ordering the merge cannot repeat is refused before any query
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
@@ -444,7 +441,9 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         """The fan-out's rows as a stream (``fanout.streamed_rows``): what was refused
         by ``_fanout_results`` is refused here, before any query; an ordering that
         cannot stream (text under a linguistic collation) is merged whole instead."""
-        self._refuse_uncombinable("a query")
+        self._refuse_uncombinable()
+        if plans.planned(self):
+            return iter(plans.results(self))
         order_terms(self)
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
@@ -533,7 +532,10 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             return super().count()
         if self.query.is_sliced:
             return len(self._fanout_results())
-        self._refuse_uncombinable("count()")
+        self._refuse_uncombinable()
+        if plans.planned(self):
+            return len(plans.results(self))
+        # each shard's rows (distinct ones too: they differ by their key) are its own
         return sum(self._per_shard(lambda shard: shard.count()))
 
     def exists(self) -> bool:
@@ -544,29 +546,19 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             return super().exists()
         if self.query.is_sliced:
             return bool(self._fanout_results())
+        self._refuse_uncombinable()
+        if plans.planned(self):
+            return bool(plans.results(self))
         return any(self._per_shard(lambda shard: shard.exists()))
 
     def aggregate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         self._refuse_cross_database([*args, *kwargs.values()], "aggregate()")
         if not self._is_fanout():
             return super().aggregate(*args, **kwargs)
-        if self.query.is_sliced:
-            raise NotImplementedError("aggregate() of a slice across shards is not combinable")
-        self._refuse_uncombinable("aggregate()")
+        self._refuse_uncombinable()
         for arg in args:
             kwargs[arg.default_alias] = arg
-        combine = {Count: "count", Sum: "sum", Min: "min", Max: "max"}
-        for name, expression in kwargs.items():
-            if type(expression) not in combine or getattr(expression, "distinct", False):
-                raise NotImplementedError(
-                    f"{name}: only Count, Sum, Min and Max (not distinct) combine across "
-                    "shards; run other aggregates per shard with .using(alias)"
-                )
-        results = self._per_shard(lambda shard: shard.aggregate(**kwargs))
-        return {
-            name: merge.combine_aggregate(combine[type(expr)], [r[name] for r in results])
-            for name, expr in kwargs.items()
-        }
+        return plans.aggregate(self, kwargs)
 
     def in_bulk(
         self, id_list: Iterable[Any] | None = None, *, field_name: str = "pk"

@@ -1,0 +1,613 @@
+"""A QuerySet described for the core planner (``uid_fields.ops.planner``), and the
+per-shard querysets of a plan.
+
+The adapter only translates: what a Django query selects, groups, orders, slices and
+filters after grouping becomes an ORM-neutral ``Statement``; every construct not proven
+to decompose over shards is listed in its ``refused`` (a subquery whose rows may be on
+other shards, a window, a join of rows that are not co-located, a set operation,
+``DISTINCT ON``, ``select_for_update()``, an aggregate that does not combine), so the core
+refuses it before any query runs. A plan is then run as querysets of each shard
+(``values()``/``annotate()`` on the query's own WHERE and joins) and the rows combined
+by ``ops.combine``; AVG is asked as SUM and COUNT per shard and divided with the
+database's own arithmetic, then converted as Django converts an Avg.
+
+Plain row fan-outs (model instances, values with their primary key) keep their fast
+paths in ``fanout`` and ``query``; they are vetted here too (``vet``).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.apps import apps
+from django.db import connections, models
+from django.db.models import Aggregate, Avg, Case, Count, Exists, F, Max, Min, OrderBy, Subquery, Sum, When
+from django.db.models.expressions import Col, Ref
+from django.db.models.lookups import Lookup
+
+from ..ops import planner
+from ..ops.combine import combine
+from ..ops.planner import Condition, Ordering, Output, Statement
+from .compat import (
+    FlatValuesListIterable,
+    ModelIterable,
+    NamedValuesListIterable,
+    ValuesIterable,
+    all_annotations,
+    converted,
+    distinct_on,
+    grouping,
+    having_of,
+    is_sql_query,
+    iterable_class,
+    joined_tables,
+    limited,
+    limits,
+    locks_rows,
+    ordering_request,
+    outer_aliases,
+    query_is_sliced,
+    query_model,
+    query_selected,
+    selected_annotations,
+    selected_columns,
+    selected_names,
+    selected_values,
+    set_operation,
+    shard_base,
+    where_of,
+    with_annotations,
+)
+from .fanout import _text_ranker, gather
+from ..placement.families import Relation
+from .routing import colocated, relation_of
+
+if TYPE_CHECKING:
+    from .query import ShardedQuerySet
+
+__all__ = ["aggregate", "planned", "refusals", "results", "vet"]
+
+#: Django's aggregates by class, as the core names them. A subclass (or any other
+#: aggregate) is refused by its own name: its per-shard answers are not known to combine.
+_AGGREGATES: dict[str, str] = {
+    f"{Count.__module__}.{Count.__qualname__}": "count",
+    f"{Sum.__module__}.{Sum.__qualname__}": "sum",
+    f"{Min.__module__}.{Min.__qualname__}": "min",
+    f"{Max.__module__}.{Max.__qualname__}": "max",
+    f"{Avg.__module__}.{Avg.__qualname__}": "avg",
+    "django.contrib.postgres.aggregates.general.BoolAnd": "bool_and",
+    "django.contrib.postgres.aggregates.general.BoolOr": "bool_or",
+}
+
+_LOOKUPS = {"exact": "=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "in": "in"}
+
+
+def _kind(expression: Any) -> str:
+    cls = type(expression)
+    return _AGGREGATES.get(f"{cls.__module__}.{cls.__qualname__}", cls.__name__.lower())
+
+
+# -- vetting: what cannot be proven per shard -------------------------------------------
+
+
+def refusals(qs: ShardedQuerySet) -> list[str]:
+    """Every construct of ``qs`` whose answer over shards is not proven exact, named as
+    a user would recognise it."""
+    found: list[str] = []
+    combinator = set_operation(qs)
+    if combinator:
+        found.append(f"a set operation ({combinator}())")
+    if distinct_on(qs):
+        found.append("DISTINCT ON (distinct(*fields))")
+    if locks_rows(qs):
+        found.append("select_for_update()")
+    found += _query_refusals(qs.query, qs.model)
+    return found
+
+
+def _query_refusals(query: Any, model: Any) -> list[str]:
+    found: list[str] = []
+    joined = _not_co_located(query, model)
+    if joined is not None:
+        found.append(
+            f"a join of {model.__name__} with {joined}, whose rows are not co-located"
+        )
+    nodes = [where_of(query), *all_annotations(query).values()]
+    if any(getattr(n, "contains_over_clause", False) for n in nodes):
+        found.append("a window function (over())")
+    for node in nodes:
+        for context, inner in _subqueries(node):
+            if not _proven_on_the_shard(query, model, context, inner):
+                found.append(
+                    "a subquery (Subquery, Exists or __in=<queryset>) whose rows may be on "
+                    "other shards than the row it is asked for"
+                )
+            else:
+                found += _query_refusals(inner, query_model(inner))
+    return found
+
+
+def _not_co_located(query: Any, model: Any) -> str | None:
+    """The name of a model ``query`` joins whose rows may live on other shards than
+    ``model``'s (None: every joined table lives with it). Tables of models of no app
+    (none here) count as not co-located."""
+    tables = {m._meta.db_table: m for m in apps.get_models(include_auto_created=True)}
+    for table in joined_tables(query):
+        other = tables.get(table)
+        if other is None:
+            return table
+        if other is not model and not colocated(model, other):
+            return str(other.__name__)
+    return None
+
+
+def _subqueries(node: Any, context: Any = None) -> Iterator[tuple[Any, Any]]:
+    """Each subquery under ``node`` with the lookup (or expression) holding it."""
+    if is_sql_query(node):
+        yield context, node
+        return
+    if isinstance(node, Subquery):  # Exists too
+        yield node, node.query
+        return
+    children = getattr(node, "children", None)
+    if children is None:
+        children = node.get_source_expressions() if hasattr(node, "get_source_expressions") else []
+    for child in children:
+        if child is not None:
+            yield from _subqueries(child, node if isinstance(node, Lookup) else context)
+
+
+def _proven_on_the_shard(outer: Any, model: Any, context: Any, inner: Any) -> bool:
+    """Whether every row ``inner`` can read lives on the shard of the outer row it is
+    asked for: correlated by an equality that names the same row or its co-located
+    parent or children (``Exists(Same.objects.filter(pk=OuterRef("pk")))``, what
+    Django's admin builds), or ``key__in=<parents' ids>`` through the shard key."""
+    inner_model = query_model(inner)
+    if _not_co_located(inner, inner_model) is not None:
+        return False
+    if isinstance(context, Subquery):
+        externals = outer_aliases(inner)
+        for lookup in _conjuncts(where_of(inner)):
+            if lookup.lookup_name != "exact":
+                continue
+            sides = [lookup.lhs, lookup.rhs]
+            inner_cols = [c for c in sides if isinstance(c, Col) and c.alias not in externals]
+            outer_cols = [c for c in sides if isinstance(c, Col) and c.alias in externals]
+            if len(inner_cols) == 1 and len(outer_cols) == 1:
+                if _same_shard(inner_cols[0].target, outer_cols[0].target, model):
+                    return True
+        return False
+    if isinstance(context, Lookup) and context.lookup_name == "in" and not query_is_sliced(inner):
+        lhs, selected = context.lhs, query_selected(inner)
+        if isinstance(lhs, Col) and len(selected) == 1 and isinstance(selected[0], Col):
+            return _same_shard(selected[0].target, lhs.target, model)
+    return False
+
+
+def _conjuncts(node: Any) -> Iterator[Any]:
+    """The lookups ANDed at the top of a WHERE tree (not under OR or NOT)."""
+    if getattr(node, "negated", False):
+        return
+    if hasattr(node, "children") and not isinstance(node, Lookup):
+        if node.connector == "AND":
+            for child in node.children:
+                yield from _conjuncts(child)
+        return
+    if isinstance(node, Lookup):
+        yield node
+
+
+def _same_shard(inner: Any, outer: Any, model: Any) -> bool:
+    """Whether rows equal on the inner field ``inner`` and the outer row's ``outer``
+    live on one shard: the same key of one placement, or the shard key of one to the
+    primary key of the other."""
+    inner_model, outer_model = inner.model, outer.model
+    if inner.primary_key and outer.primary_key:
+        return bool(inner_model is outer_model or colocated(inner_model, outer_model))
+    if inner.is_relation and outer.primary_key:
+        return _placed_by(inner, outer_model)
+    if outer.is_relation and inner.primary_key:
+        return _placed_by(outer, inner_model)
+    return False
+
+
+def _placed_by(key: Any, target: Any) -> bool:
+    return bool(
+        key.related_model is target
+        and relation_of(key) in (Relation.LINK, Relation.FAMILY)
+        and colocated(key.model, target)
+    )
+
+
+def vet(qs: ShardedQuerySet) -> None:
+    """``UnmergeableQueryError`` naming the first construct of ``qs`` not proven to
+    decompose, before any query runs."""
+    planner.refuse(refusals(qs))
+
+
+# -- which fan-outs the planner answers ---------------------------------------------------
+
+
+def planned(qs: ShardedQuerySet) -> bool:
+    """Whether ``qs`` over shards needs the core's merge: groups that may span shards,
+    or DISTINCT values without the primary key. Other fan-outs are rows each shard
+    answers whole (model instances, values with the key, groups of one row each) and
+    take the row paths."""
+    group_by = grouping(qs)
+    if group_by is not None:
+        return not (qs._groups_by_row() and qs._joins_stay_on_the_shard())
+    if not qs.query.distinct or issubclass(iterable_class(qs), ModelIterable):
+        return False
+    names = selected_names(qs)
+    pk = qs.model._meta.pk
+    return bool(names) and not ({"pk", pk.name, pk.attname} & set(names))
+
+
+# -- a query described ------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    """One output of the statement, as Django names it."""
+
+    name: str
+    expression: Any = None  # an annotation (resolved); None: a field name
+    aggregate: str | None = None
+    hidden: bool = False
+
+
+@dataclass
+class _Described:
+    qs: Any
+    entries: list[_Entry]
+    statement: Statement
+    refused: list[str] = field(default_factory=list)
+
+
+def _is_text(expression: Any) -> bool:
+    output = getattr(expression, "output_field", None)
+    return isinstance(output, (models.CharField, models.TextField))
+
+
+def _entry(name: str, expression: Any, hidden: bool = False) -> tuple[_Entry, list[str]]:
+    """An annotation as an output: a value, or an aggregate the core combines."""
+    if not getattr(expression, "contains_aggregate", False):
+        return _Entry(name, expression, hidden=hidden), []
+    if not isinstance(expression, Aggregate):  # Sum("x") * 2, an aggregate's default=
+        why = f"an expression over aggregates ({name})"
+        return _Entry(name, expression, why, hidden), [why]
+    kind = _kind(expression)
+    refused = []
+    source = expression.get_source_expressions()[0]
+    if kind in ("min", "max") and _is_text(source):
+        refused.append(f"{kind}() of text ({name}), compared in the database's collation")
+    return _Entry(name, expression, kind, hidden), refused
+
+
+def _describe(qs: ShardedQuerySet, aggregates: dict[str, Any] | None = None) -> _Described:
+    refused: list[str] = []
+    entries: list[_Entry] = []
+    source = qs
+    if aggregates is not None:
+        source, resolved = with_annotations(qs, aggregates)
+        for name, expression in resolved.items():
+            made, why = _entry(name, expression)
+            entries.append(made)
+            refused += why
+        group_by: tuple[int, ...] | None = None
+    else:
+        for name in selected_values(qs):
+            entries.append(_Entry(name, None))
+        for name, expression in selected_annotations(qs).items():
+            made, why = _entry(name, expression)
+            entries.append(made)
+            refused += why
+        keys = tuple(i for i, e in enumerate(entries) if e.aggregate is None)
+        group_by = keys if grouping(qs) is not None else None
+        if group_by is not None and not _groups_by_selected(qs):
+            refused.append("GROUP BY a column that is not selected (values() after annotate())")
+    grouped = group_by is not None or any(e.aggregate for e in entries)
+    having = None
+    if aggregates is None and grouped:
+        node = having_of(qs)
+        if node is not None:
+            having = _condition(node, qs, entries, refused)
+    order = _ordering(qs, entries, grouped, refused) if aggregates is None else ()
+    low, high = limits(qs) if aggregates is None else (0, None)
+    outputs = tuple(
+        Output(
+            e.name,
+            e.aggregate,
+            distinct=bool(getattr(e.expression, "distinct", False)) and e.aggregate is not None,
+            hidden=e.hidden,
+            text=_is_text(_text_source(qs, e)),
+        )
+        for e in entries
+    )
+    statement = Statement(
+        outputs,
+        group_by=group_by,
+        distinct=bool(qs.query.distinct) and not grouped,
+        order=order,
+        limit=None if high is None else high - low,
+        offset=low,
+        having=having,
+        refused=tuple(refused),
+    )
+    return _Described(source, entries, statement, refused)
+
+
+def _text_source(qs: ShardedQuerySet, entry: _Entry) -> Any:
+    """What decides whether an output compares as text: a field's column, an
+    annotation's output, a DISTINCT aggregate's argument."""
+    if entry.expression is None:
+        names = selected_values(qs)
+        if entry.name in names:
+            return selected_columns(qs)[names.index(entry.name)]
+        try:
+            return qs.model._meta.get_field(entry.name)
+        except Exception:
+            return None
+    if entry.aggregate is not None:
+        return entry.expression.get_source_expressions()[0]
+    return entry.expression
+
+
+def _groups_by_selected(qs: ShardedQuerySet) -> bool:
+    """Whether the query's GROUP BY is exactly what it selects besides its aggregates
+    (``values(...).annotate(aggregates)``)."""
+    allowed = list(selected_columns(qs))
+    for expression in selected_annotations(qs).values():
+        if not getattr(expression, "contains_aggregate", False):
+            allowed += list(expression.get_group_by_cols())
+    group_by = grouping(qs)
+    return isinstance(group_by, tuple) and all(e in allowed for e in group_by)
+
+
+def _index(entries: list[_Entry], name: str, model: Any) -> int | None:
+    pk = model._meta.pk
+    names = {name} | ({"pk", pk.name, pk.attname} if name in ("pk", pk.name, pk.attname) else set())
+    for i, entry in enumerate(entries):
+        if entry.name in names:
+            return i
+    return None
+
+
+def _ordering(
+    qs: ShardedQuerySet, entries: list[_Entry], grouped: bool, refused: list[str]
+) -> tuple[Ordering, ...]:
+    """The ORDER BY over outputs. Grouped queries ignore ``Meta.ordering`` (as Django
+    does); an ungrouped one orders by a field it does not select through a hidden
+    output (Django selects it too, so DISTINCT sees it)."""
+    items, standard = ordering_request(qs)
+    if grouped and not qs.query.order_by:
+        items = []
+    order = []
+    for item in items:
+        descending, nulls, name = _order_item(item)
+        if name is None:
+            refused.append(f"ordering by {item!r} across shards")
+            continue
+        at = _index(entries, name, qs.model)
+        if at is None and not grouped and _is_field(qs.model, name):
+            entries.append(_Entry(name, None, hidden=True))
+            at = len(entries) - 1
+        if at is None:
+            refused.append(f"ordering by {name!r}, which the query does not select")
+            continue
+        if not standard:
+            descending = not descending
+            nulls = None if nulls is None else ("last" if nulls == "first" else "first")
+        order.append(Ordering(at, descending, nulls))  # type: ignore[arg-type]
+    return tuple(order)
+
+
+def _order_item(item: Any) -> tuple[bool, str | None, str | None]:
+    descending, nulls = False, None
+    expression = item
+    if isinstance(item, OrderBy):
+        descending = bool(item.descending)
+        nulls = "first" if item.nulls_first else "last" if item.nulls_last else None
+        expression = item.expression
+    if isinstance(expression, F):
+        return descending, nulls, expression.name
+    if isinstance(expression, Ref):
+        return descending, nulls, expression.refs
+    if isinstance(expression, str) and expression != "?":
+        if expression.startswith("-"):
+            return True, nulls, expression[1:]
+        return descending, nulls, expression.lstrip("+")
+    return descending, nulls, None
+
+
+def _is_field(model: Any, name: str) -> bool:
+    if name == "pk":
+        return True
+    try:
+        model._meta.get_field(name)
+    except Exception:
+        return False
+    return "__" not in name
+
+
+def _condition(node: Any, qs: ShardedQuerySet, entries: list[_Entry], refused: list[str]) -> Any:
+    """A HAVING tree as the core's ``Condition`` over outputs (a hidden output for an
+    aggregate only filtered on)."""
+    if hasattr(node, "children") and not isinstance(node, Lookup):
+        parts = tuple(_condition(c, qs, entries, refused) for c in node.children)
+        made = Condition(node.connector.lower(), parts) if len(parts) > 1 else parts[0]
+        return Condition("not", (made,)) if node.negated else made
+    if not isinstance(node, Lookup):
+        refused.append(f"the HAVING term {node!r}")
+        return Condition("is null", (("value", None),))
+    at = _annotation_output(node.lhs, qs, entries, refused)
+    rhs = node.rhs
+    if at is None or hasattr(rhs, "resolve_expression"):
+        refused.append(f"the HAVING term {node.lookup_name} over {node.lhs!r}")
+        return Condition("is null", (("value", None),))
+    name = node.lookup_name
+    if name == "isnull":
+        test = Condition("is null", (("output", at),))
+        return test if rhs else Condition("not", (test,))
+    if name == "range":
+        return Condition("between", (("output", at), ("value", rhs[0]), ("value", rhs[1])))
+    if name == "exact" and rhs is None:
+        return Condition("is null", (("output", at),))
+    op = _LOOKUPS.get(name)
+    if op is None:
+        refused.append(f"the HAVING lookup {name}")
+        return Condition("is null", (("value", None),))
+    value = tuple(rhs) if op == "in" else rhs
+    return Condition(op, (("output", at), ("value", value)))
+
+
+def _annotation_output(
+    lhs: Any, qs: ShardedQuerySet, entries: list[_Entry], refused: list[str]
+) -> int | None:
+    if isinstance(lhs, Ref):
+        lhs = lhs.source
+    for i, entry in enumerate(entries):
+        if entry.expression is lhs:
+            return i
+    for name, expression in all_annotations(qs.query).items():
+        if expression is lhs:
+            made, why = _entry(name, expression, hidden=True)
+            refused += why
+            entries.append(made)
+            return len(entries) - 1
+    return None
+
+
+# -- running a plan ------------------------------------------------------------------------
+
+
+def _partial(expression: Any, role: str) -> Any:
+    """The aggregate each shard computes for ``role`` of an output."""
+    if role == _kind(expression):
+        return expression
+    source = expression.get_source_expressions()[0]
+    made = {"sum": Sum, "count": Count}[role]
+    return made(source, filter=expression.filter)
+
+
+def _argument(expression: Any) -> Any:
+    """The argument of a DISTINCT aggregate, NULL where its filter rejects the row."""
+    source = expression.get_source_expressions()[0]
+    if expression.filter is None:
+        return source
+    return Case(When(expression.filter, then=source), output_field=source.output_field)
+
+
+class _Run:
+    """Each shard's rows of a plan, in the plan's columns."""
+
+    def __init__(self, described: _Described, plan: planner.Plan) -> None:
+        self.described, self.plan = described, plan
+
+    def parts(self, qs: ShardedQuerySet) -> tuple[list[list[tuple[Any, ...]]], list[str]]:
+        plan, entries = self.plan, self.described.entries
+        aliases = list(qs._shard_aliases or ())
+        if plan.kind == "rows":
+            template = limited(qs, plan.limit).values_list(*[e.name for e in entries])
+            work: Callable[[Any], Any] = lambda shard: [tuple(r) for r in shard]  # noqa: E731
+        else:
+            template, work = self._grouped(qs)
+        shards = [template._for_alias(alias) for alias in aliases]
+        parts = gather(shards, work)
+        return parts, [shard.db for shard in shards]
+
+    def _grouped(self, qs: ShardedQuerySet) -> tuple[Any, Callable[[Any], Any]]:
+        plan, entries = self.plan, self.described.entries
+        annotations = all_annotations(self.described.qs.query)
+        dropped = [n for n, e in annotations.items() if getattr(e, "contains_aggregate", False)]
+        base = shard_base(self.described.qs, dropped)
+        names: list[str] = []
+        values: list[str] = []
+        arguments: dict[str, Any] = {}
+        partials: dict[str, Any] = {}
+        for i, column in enumerate(plan.columns):
+            entry = entries[column.output]
+            if column.role == "value":
+                values.append(entry.name)
+                names.append(entry.name)
+                continue
+            name = f"uidf{i}"
+            names.append(name)
+            if column.role == "argument":
+                arguments[name] = _argument(entry.expression)
+            else:
+                partials[name] = _partial(entry.expression, column.role)
+        if plan.kind == "aggregate":
+            return base, lambda shard: [tuple(shard.aggregate(**partials)[n] for n in names)]
+        shaped = base.values(*values, **arguments)
+        shaped = shaped.annotate(**partials) if partials else shaped.distinct()
+        return shaped.values_list(*names), lambda shard: [tuple(r) for r in shard]
+
+
+def _combined(qs: ShardedQuerySet, described: _Described) -> list[tuple[Any, ...]]:
+    plan = planner.plan(described.statement)
+    run = _Run(described, plan)
+    parts, aliases = run.parts(qs)
+    vendors = [connections[alias].vendor for alias in aliases]
+    ranker = _text_ranker(qs.model, aliases[0]) if aliases else None
+    rows = combine(plan, parts, vendors, text_ranks=ranker)
+    entries = [e for e in described.entries if not e.hidden]
+    averaged = [i for i, e in enumerate(entries) if e.aggregate == "avg"]
+    if averaged and aliases:
+        rows = [
+            tuple(
+                converted(entries[i].expression, v, aliases[0]) if i in averaged else v
+                for i, v in enumerate(row)
+            )
+            for row in rows
+        ]
+    return rows
+
+
+def results(qs: ShardedQuerySet) -> list[Any]:
+    """The rows of a planned fan-out (``planned``), in the form the queryset yields."""
+    described = _describe(qs)
+    rows = _combined(qs, described)
+    names = [e.name for e in described.entries if not e.hidden]
+    return _shaped(qs, names, rows)
+
+
+def _shaped(qs: ShardedQuerySet, names: list[str], rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+    iterable = iterable_class(qs)
+    if iterable is ValuesIterable:
+        return [dict(zip(names, row, strict=True)) for row in rows]
+    if issubclass(iterable, ModelIterable):
+        planner.refuse(["model instances of groups that span shards (use values())"])
+    wanted = selected_names(qs)
+    order = [*wanted, *(n for n in names if n not in wanted)] if wanted else names
+    at = [names.index(n) for n in order]
+    tuples = [tuple(row[i] for i in at) for row in rows]
+    if iterable is FlatValuesListIterable:
+        return [row[0] for row in tuples]
+    if iterable is NamedValuesListIterable:
+        factory = namedtuple("Row", order)  # type: ignore[misc]
+        return [factory(*row) for row in tuples]
+    return tuples
+
+
+def aggregate(qs: ShardedQuerySet, expressions: dict[str, Any]) -> dict[str, Any]:
+    """``qs.aggregate(**expressions)`` over shards, combined exactly or refused."""
+    low, high = limits(qs)
+    found = []
+    if low or high is not None:
+        found.append("aggregate() of a slice")
+    if grouping(qs) is not None or planned(qs):
+        found.append("aggregate() over groups or DISTINCT values")
+    if any(getattr(e, "contains_aggregate", False) for e in all_annotations(qs.query).values()):
+        found.append("aggregate() over annotations of aggregates")
+    planner.refuse(found)
+    described = _describe(qs, expressions)
+    if qs.query.distinct and any(
+        e.aggregate and not getattr(e.expression, "distinct", False) for e in described.entries
+    ) and any(getattr(e.expression, "distinct", False) for e in described.entries):
+        planner.refuse(["aggregate(DISTINCT ...) with other aggregates of a distinct() query"])
+    (row,) = _combined(qs, described)
+    return dict(zip(expressions, row, strict=True))
