@@ -35,7 +35,7 @@ from .id_lookups import (
     plain_value,
     valid_id,
 )
-from .joins import load_hops, split_select_related
+from .joins import load_hops, sharded_prefetches, split_select_related
 from .pages import warn_deep_offset
 from .query_writes import ShardedWritesMixin
 from .relation_filters import refuse_paths, rewrite_filter
@@ -252,6 +252,14 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
 
     def _refuse_cross_database(self, items: Iterable[Any], what: str) -> None:
         refuse_paths(self.model, self._query_databases(), items, what)
+
+    def prefetch_related(self, *lookups: Any) -> Self:
+        """Forward keys and reverse one-to-ones to rows on other shards are prefetched
+        where those rows live (``joins.sharded_prefetches``), never from the first
+        row's shard."""
+        if lookups == (None,):
+            return super().prefetch_related(None)
+        return super().prefetch_related(*sharded_prefetches(self.model, lookups))
 
     def order_by(self, *field_names: Any) -> Self:
         self._refuse_cross_database(field_names, "order_by()")
