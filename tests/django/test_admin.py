@@ -256,7 +256,9 @@ def _tickets() -> list[Ticket]:
 
 
 def _changelist(client: Client, **params: str) -> str:
-    response = client.get(reverse("admin:testapp_ticket_changelist"), {"shard": "__all__", **params})
+    response = client.get(
+        reverse("admin:testapp_ticket_changelist"), {"shard": "__all__", **params}
+    )
     assert response.status_code == 200, response.content.decode()[:2000]
     return response.content.decode()
 

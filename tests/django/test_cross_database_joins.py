@@ -249,7 +249,10 @@ def test_prefetch_of_a_key_to_another_shard_loads_the_row_where_it_lives() -> No
 
 def test_prefetch_of_the_reverse_side_finds_children_on_every_shard() -> None:
     board, first = board_and_card()
-    extra = [Card.objects.create(board=board, created_by=first.created_by, title=f"t{i}") for i in range(6)]
+    extra = [
+        Card.objects.create(board=board, created_by=first.created_by, title=f"t{i}")
+        for i in range(6)
+    ]
     assert len({c._state.db for c in [first, *extra]}) >= 2
     (loaded,) = Board.objects.filter(pk=board.pk).prefetch_related("cards")
     with capture_all() as log:

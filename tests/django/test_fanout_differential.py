@@ -19,8 +19,21 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db.models import Avg, Count, Exists, F, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models import Variance, Window
+from django.db.models import (
+    Avg,
+    Count,
+    Exists,
+    F,
+    Max,
+    Min,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Variance,
+    Window,
+)
 from django.db.models.functions import RowNumber
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -61,7 +74,12 @@ def _all(*names: str) -> dict[str, Any]:
 
 #: (name, build, ordered, must be SAME)
 STATEMENTS: list[tuple[str, Build, bool, bool]] = [
-    ("groups", lambda qs: qs.values("name").annotate(**_all("n", "s", "lo", "hi", "a")), False, True),
+    (
+        "groups",
+        lambda qs: qs.values("name").annotate(**_all("n", "s", "lo", "hi", "a")),
+        False,
+        True,
+    ),
     (
         "groups ordered",
         lambda qs: qs.values("name").annotate(**_all("n", "a")).order_by("name"),
@@ -98,8 +116,18 @@ STATEMENTS: list[tuple[str, Build, bool, bool]] = [
         False,
         True,
     ),
-    ("groups by the shard key", lambda qs: qs.values("bucket").annotate(**_all("n", "a")), False, True),
-    ("groups filtered", lambda qs: qs.filter(rank__gte=1).values("name").annotate(**_all("n", "s")), False, True),
+    (
+        "groups by the shard key",
+        lambda qs: qs.values("bucket").annotate(**_all("n", "a")),
+        False,
+        True,
+    ),
+    (
+        "groups filtered",
+        lambda qs: qs.filter(rank__gte=1).values("name").annotate(**_all("n", "s")),
+        False,
+        True,
+    ),
     ("groups values_list", lambda qs: qs.values_list("name").annotate(n=Count("id")), False, True),
     ("aggregate", lambda qs: qs.aggregate(**_all("n", "s", "lo", "hi", "a")), False, True),
     ("aggregate distinct", lambda qs: qs.aggregate(**_all("d", "dn", "sd", "ad")), False, True),
@@ -112,7 +140,12 @@ STATEMENTS: list[tuple[str, Build, bool, bool]] = [
         True,
     ),
     ("distinct rows", lambda qs: [r.pk for r in qs.distinct()], False, True),
-    ("distinct values", lambda qs: qs.values_list("name", flat=True).distinct().order_by(), False, True),
+    (
+        "distinct values",
+        lambda qs: qs.values_list("name", flat=True).distinct().order_by(),
+        False,
+        True,
+    ),
     (
         "distinct values ordered",
         lambda qs: qs.values("name", "rank").distinct().order_by("name", "rank"),
@@ -126,10 +159,17 @@ STATEMENTS: list[tuple[str, Build, bool, bool]] = [
         True,
     ),
     ("distinct count", lambda qs: qs.values("name").distinct().order_by().count(), False, True),
-    ("plain rows", lambda qs: list(qs.order_by("rank", "pk").values_list("pk", "name")[:7]), True, True),
+    (
+        "plain rows",
+        lambda qs: list(qs.order_by("rank", "pk").values_list("pk", "name")[:7]),
+        True,
+        True,
+    ),
     (
         "exists of the same row",
-        lambda qs: [r.pk for r in qs.filter(Exists(Ranked.objects.filter(pk=OuterRef("pk"), rank=1)))],
+        lambda qs: [
+            r.pk for r in qs.filter(Exists(Ranked.objects.filter(pk=OuterRef("pk"), rank=1)))
+        ],
         False,
         True,
     ),
@@ -137,18 +177,27 @@ STATEMENTS: list[tuple[str, Build, bool, bool]] = [
     (
         "subquery of a slice",
         lambda qs: list(
-            qs.filter(id__in=Subquery(qs.order_by("id").values("id")[:3])).values_list("pk", flat=True)
+            qs.filter(id__in=Subquery(qs.order_by("id").values("id")[:3])).values_list(
+                "pk", flat=True
+            )
         ),
         False,
         False,
     ),
     (
         "window",
-        lambda qs: list(qs.annotate(rn=Window(RowNumber(), order_by=F("pk").asc())).values_list("pk", "rn")),
+        lambda qs: list(
+            qs.annotate(rn=Window(RowNumber(), order_by=F("pk").asc())).values_list("pk", "rn")
+        ),
         False,
         False,
     ),
-    ("union", lambda qs: list(qs.filter(rank=1).union(qs.filter(rank=2)).values_list("pk", flat=True)), False, False),
+    (
+        "union",
+        lambda qs: list(qs.filter(rank=1).union(qs.filter(rank=2)).values_list("pk", flat=True)),
+        False,
+        False,
+    ),
     ("variance", lambda qs: qs.aggregate(v=Variance("rank")), False, False),
 ]
 
@@ -202,7 +251,9 @@ def _compare(name: str, build: Build, ordered: bool, must: bool) -> str:
 
 def test_every_statement_is_same_or_refused() -> None:
     _rows()
-    verdicts = {name: _compare(name, build, ordered, must) for name, build, ordered, must in STATEMENTS}
+    verdicts = {
+        name: _compare(name, build, ordered, must) for name, build, ordered, must in STATEMENTS
+    }
     assert verdicts["subquery of a slice"] == "REFUSED"
     assert verdicts["window"] == "REFUSED"
     assert verdicts["union"] == "REFUSED"
@@ -225,7 +276,9 @@ def statements(draw: st.DrawFn) -> tuple[str, Build, bool]:
     where = draw(_filters)
     shape = draw(st.sampled_from(["groups", "aggregate", "distinct"]))
     keys = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=2, unique=True))
-    chosen = draw(st.lists(st.sampled_from(sorted(AGGREGATES)), min_size=1, max_size=4, unique=True))
+    chosen = draw(
+        st.lists(st.sampled_from(sorted(AGGREGATES)), min_size=1, max_size=4, unique=True)
+    )
     having = draw(st.sampled_from([None, 1, 2]))
     ordered = draw(st.booleans())
     window = draw(st.sampled_from([None, (0, 2), (1, 3), (2, None)]))
@@ -254,7 +307,10 @@ def statements(draw: st.DrawFn) -> tuple[str, Build, bool]:
                 grouped = grouped[window[0] : window[1]]
         return grouped
 
-    label = f"{shape} keys={keys} aggregates={chosen} where={where} having={having} ordered={ordered} window={window}"
+    label = (
+        f"{shape} keys={keys} aggregates={chosen} where={where} having={having} "
+        f"ordered={ordered} window={window}"
+    )
     return label, build, ordered and shape != "aggregate"
 
 

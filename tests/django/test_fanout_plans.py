@@ -57,8 +57,7 @@ NAMES = ["ann", "bob", "cy"]
 def _ranked() -> list[Ranked]:
     """Rows of each name on several shards (bucket is the shard key)."""
     rows = [
-        Ranked(bucket=i, rank=(i * 7) % 5 if i % 4 else None, name=NAMES[i % 3])
-        for i in range(24)
+        Ranked(bucket=i, rank=(i * 7) % 5 if i % 4 else None, name=NAMES[i % 3]) for i in range(24)
     ]
     made = Ranked.objects.bulk_create(rows)
     for name in NAMES:
@@ -163,7 +162,9 @@ def test_dates_and_datetimes_merge() -> None:
     }
     stamps = [Stamp.objects.create() for _ in range(6)]
     assert len({s._state.db for s in stamps}) >= 2
-    hours = [datetime.datetime(2024, 5, 1 + i % 2, 10 + i % 3, 30, tzinfo=datetime.UTC) for i in range(6)]
+    hours = [
+        datetime.datetime(2024, 5, 1 + i % 2, 10 + i % 3, 30, tzinfo=datetime.UTC) for i in range(6)
+    ]
     for stamp, hour in zip(stamps, hours, strict=True):
         Stamp.objects.filter(pk=stamp.pk).update(created=hour)
     by_hour = sorted({h.replace(minute=0) for h in hours})
@@ -177,9 +178,7 @@ def test_count_of_children_over_co_located_relations_still_works() -> None:
     for i, customer in enumerate(customers):
         for _ in range(i):
             Purchase.objects.create(customer=customer, total=i)
-    got = {
-        c.name: c.n for c in Customer.objects.on_all_shards().annotate(n=Count("purchases"))
-    }
+    got = {c.name: c.n for c in Customer.objects.on_all_shards().annotate(n=Count("purchases"))}
     assert got == {f"c{i}": i for i in range(6)}
 
 

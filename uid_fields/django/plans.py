@@ -12,20 +12,30 @@ by ``ops.combine``; AVG is asked as SUM and COUNT per shard and divided with the
 database's own arithmetic, then converted as Django converts an Avg.
 
 Plain row fan-outs (model instances, values with their primary key) keep their fast
-paths in ``fanout`` and ``query``; they are vetted here too (``vet``).
+paths in ``fanout`` and ``query``; every fan-out is vetted first (``vetting.vet``).
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from django.apps import apps
 from django.db import connections, models
-from django.db.models import Aggregate, Avg, Case, Count, Exists, F, Max, Min, OrderBy, Subquery, Sum, When
-from django.db.models.expressions import Col, Ref
+from django.db.models import (
+    Aggregate,
+    Avg,
+    Case,
+    Count,
+    F,
+    Max,
+    Min,
+    OrderBy,
+    Sum,
+    When,
+)
+from django.db.models.expressions import Ref
 from django.db.models.lookups import Lookup
 
 from ..ops import planner
@@ -38,37 +48,25 @@ from .compat import (
     ValuesIterable,
     all_annotations,
     converted,
-    distinct_on,
     grouping,
     having_of,
-    is_sql_query,
     iterable_class,
-    joined_tables,
     limited,
     limits,
-    locks_rows,
     ordering_request,
-    outer_aliases,
-    query_is_sliced,
-    query_model,
-    query_selected,
     selected_annotations,
     selected_columns,
     selected_names,
     selected_values,
-    set_operation,
     shard_base,
-    where_of,
     with_annotations,
 )
 from .fanout import _text_ranker, gather
-from ..placement.families import Relation
-from .routing import colocated, relation_of
 
 if TYPE_CHECKING:
     from .query import ShardedQuerySet
 
-__all__ = ["aggregate", "planned", "refusals", "results", "vet"]
+__all__ = ["aggregate", "planned", "results"]
 
 #: Django's aggregates by class, as the core names them. A subclass (or any other
 #: aggregate) is refused by its own name: its per-shard answers are not known to combine.
@@ -90,148 +88,10 @@ def _kind(expression: Any) -> str:
     return _AGGREGATES.get(f"{cls.__module__}.{cls.__qualname__}", cls.__name__.lower())
 
 
-# -- vetting: what cannot be proven per shard -------------------------------------------
-
-
-def refusals(qs: ShardedQuerySet) -> list[str]:
-    """Every construct of ``qs`` whose answer over shards is not proven exact, named as
-    a user would recognise it."""
-    found: list[str] = []
-    combinator = set_operation(qs)
-    if combinator:
-        found.append(f"a set operation ({combinator}())")
-    if distinct_on(qs):
-        found.append("DISTINCT ON (distinct(*fields))")
-    if locks_rows(qs):
-        found.append("select_for_update()")
-    found += _query_refusals(qs.query, qs.model)
-    return found
-
-
-def _query_refusals(query: Any, model: Any) -> list[str]:
-    found: list[str] = []
-    joined = _not_co_located(query, model)
-    if joined is not None:
-        found.append(
-            f"a join of {model.__name__} with {joined}, whose rows are not co-located"
-        )
-    nodes = [where_of(query), *all_annotations(query).values()]
-    if any(getattr(n, "contains_over_clause", False) for n in nodes):
-        found.append("a window function (over())")
-    for node in nodes:
-        for context, inner in _subqueries(node):
-            if not _proven_on_the_shard(query, model, context, inner):
-                found.append(
-                    "a subquery (Subquery, Exists or __in=<queryset>) whose rows may be on "
-                    "other shards than the row it is asked for"
-                )
-            else:
-                found += _query_refusals(inner, query_model(inner))
-    return found
-
-
-def _not_co_located(query: Any, model: Any) -> str | None:
-    """The name of a model ``query`` joins whose rows may live on other shards than
-    ``model``'s (None: every joined table lives with it). Tables of models of no app
-    (none here) count as not co-located."""
-    tables = {m._meta.db_table: m for m in apps.get_models(include_auto_created=True)}
-    for table in joined_tables(query):
-        other = tables.get(table)
-        if other is None:
-            return table
-        if other is not model and not colocated(model, other):
-            return str(other.__name__)
-    return None
-
-
-def _subqueries(node: Any, context: Any = None) -> Iterator[tuple[Any, Any]]:
-    """Each subquery under ``node`` with the lookup (or expression) holding it."""
-    if is_sql_query(node):
-        yield context, node
-        return
-    if isinstance(node, Subquery):  # Exists too
-        yield node, node.query
-        return
-    children = getattr(node, "children", None)
-    if children is None:
-        children = node.get_source_expressions() if hasattr(node, "get_source_expressions") else []
-    for child in children:
-        if child is not None:
-            yield from _subqueries(child, node if isinstance(node, Lookup) else context)
-
-
-def _proven_on_the_shard(outer: Any, model: Any, context: Any, inner: Any) -> bool:
-    """Whether every row ``inner`` can read lives on the shard of the outer row it is
-    asked for: correlated by an equality that names the same row or its co-located
-    parent or children (``Exists(Same.objects.filter(pk=OuterRef("pk")))``, what
-    Django's admin builds), or ``key__in=<parents' ids>`` through the shard key."""
-    inner_model = query_model(inner)
-    if _not_co_located(inner, inner_model) is not None:
-        return False
-    if isinstance(context, Subquery):
-        externals = outer_aliases(inner)
-        for lookup in _conjuncts(where_of(inner)):
-            if lookup.lookup_name != "exact":
-                continue
-            sides = [lookup.lhs, lookup.rhs]
-            inner_cols = [c for c in sides if isinstance(c, Col) and c.alias not in externals]
-            outer_cols = [c for c in sides if isinstance(c, Col) and c.alias in externals]
-            if len(inner_cols) == 1 and len(outer_cols) == 1:
-                if _same_shard(inner_cols[0].target, outer_cols[0].target, model):
-                    return True
-        return False
-    if isinstance(context, Lookup) and context.lookup_name == "in" and not query_is_sliced(inner):
-        lhs, selected = context.lhs, query_selected(inner)
-        if isinstance(lhs, Col) and len(selected) == 1 and isinstance(selected[0], Col):
-            return _same_shard(selected[0].target, lhs.target, model)
-    return False
-
-
-def _conjuncts(node: Any) -> Iterator[Any]:
-    """The lookups ANDed at the top of a WHERE tree (not under OR or NOT)."""
-    if getattr(node, "negated", False):
-        return
-    if hasattr(node, "children") and not isinstance(node, Lookup):
-        if node.connector == "AND":
-            for child in node.children:
-                yield from _conjuncts(child)
-        return
-    if isinstance(node, Lookup):
-        yield node
-
-
-def _same_shard(inner: Any, outer: Any, model: Any) -> bool:
-    """Whether rows equal on the inner field ``inner`` and the outer row's ``outer``
-    live on one shard: the same key of one placement, or the shard key of one to the
-    primary key of the other."""
-    inner_model, outer_model = inner.model, outer.model
-    if inner.primary_key and outer.primary_key:
-        return bool(inner_model is outer_model or colocated(inner_model, outer_model))
-    if inner.is_relation and outer.primary_key:
-        return _placed_by(inner, outer_model)
-    if outer.is_relation and inner.primary_key:
-        return _placed_by(outer, inner_model)
-    return False
-
-
-def _placed_by(key: Any, target: Any) -> bool:
-    return bool(
-        key.related_model is target
-        and relation_of(key) in (Relation.LINK, Relation.FAMILY)
-        and colocated(key.model, target)
-    )
-
-
-def vet(qs: ShardedQuerySet) -> None:
-    """``UnmergeableQueryError`` naming the first construct of ``qs`` not proven to
-    decompose, before any query runs."""
-    planner.refuse(refusals(qs))
-
-
 # -- which fan-outs the planner answers ---------------------------------------------------
 
 
-def planned(qs: ShardedQuerySet) -> bool:
+def planned(qs: ShardedQuerySet[Any]) -> bool:
     """Whether ``qs`` over shards needs the core's merge: groups that may span shards,
     or DISTINCT values without the primary key. Other fan-outs are rows each shard
     answers whole (model instances, values with the key, groups of one row each) and
@@ -287,10 +147,10 @@ def _entry(name: str, expression: Any, hidden: bool = False) -> tuple[_Entry, li
     return _Entry(name, expression, kind, hidden), refused
 
 
-def _describe(qs: ShardedQuerySet, aggregates: dict[str, Any] | None = None) -> _Described:
+def _describe(qs: ShardedQuerySet[Any], aggregates: dict[str, Any] | None = None) -> _Described:
     refused: list[str] = []
     entries: list[_Entry] = []
-    source = qs
+    source: Any = qs
     if aggregates is not None:
         source, resolved = with_annotations(qs, aggregates)
         for name, expression in resolved.items():
@@ -340,7 +200,7 @@ def _describe(qs: ShardedQuerySet, aggregates: dict[str, Any] | None = None) -> 
     return _Described(source, entries, statement, refused)
 
 
-def _text_source(qs: ShardedQuerySet, entry: _Entry) -> Any:
+def _text_source(qs: ShardedQuerySet[Any], entry: _Entry) -> Any:
     """What decides whether an output compares as text: a field's column, an
     annotation's output, a DISTINCT aggregate's argument."""
     if entry.expression is None:
@@ -356,7 +216,7 @@ def _text_source(qs: ShardedQuerySet, entry: _Entry) -> Any:
     return entry.expression
 
 
-def _groups_by_selected(qs: ShardedQuerySet) -> bool:
+def _groups_by_selected(qs: ShardedQuerySet[Any]) -> bool:
     """Whether the query's GROUP BY is exactly what it selects besides its aggregates
     (``values(...).annotate(aggregates)``)."""
     allowed = list(selected_columns(qs))
@@ -377,7 +237,7 @@ def _index(entries: list[_Entry], name: str, model: Any) -> int | None:
 
 
 def _ordering(
-    qs: ShardedQuerySet, entries: list[_Entry], grouped: bool, refused: list[str]
+    qs: ShardedQuerySet[Any], entries: list[_Entry], grouped: bool, refused: list[str]
 ) -> tuple[Ordering, ...]:
     """The ORDER BY over outputs. Grouped queries ignore ``Meta.ordering`` (as Django
     does); an ungrouped one orders by a field it does not select through a hidden
@@ -413,9 +273,9 @@ def _order_item(item: Any) -> tuple[bool, str | None, str | None]:
         nulls = "first" if item.nulls_first else "last" if item.nulls_last else None
         expression = item.expression
     if isinstance(expression, F):
-        return descending, nulls, expression.name
+        return descending, nulls, str(getattr(expression, "name", ""))
     if isinstance(expression, Ref):
-        return descending, nulls, expression.refs
+        return descending, nulls, str(getattr(expression, "refs", ""))
     if isinstance(expression, str) and expression != "?":
         if expression.startswith("-"):
             return True, nulls, expression[1:]
@@ -433,7 +293,9 @@ def _is_field(model: Any, name: str) -> bool:
     return "__" not in name
 
 
-def _condition(node: Any, qs: ShardedQuerySet, entries: list[_Entry], refused: list[str]) -> Any:
+def _condition(
+    node: Any, qs: ShardedQuerySet[Any], entries: list[_Entry], refused: list[str]
+) -> Any:
     """A HAVING tree as the core's ``Condition`` over outputs (a hidden output for an
     aggregate only filtered on)."""
     if hasattr(node, "children") and not isinstance(node, Lookup):
@@ -456,7 +318,7 @@ def _condition(node: Any, qs: ShardedQuerySet, entries: list[_Entry], refused: l
         return Condition("between", (("output", at), ("value", rhs[0]), ("value", rhs[1])))
     if name == "exact" and rhs is None:
         return Condition("is null", (("output", at),))
-    op = _LOOKUPS.get(name)
+    op = _LOOKUPS.get(str(name))
     if op is None:
         refused.append(f"the HAVING lookup {name}")
         return Condition("is null", (("value", None),))
@@ -465,10 +327,10 @@ def _condition(node: Any, qs: ShardedQuerySet, entries: list[_Entry], refused: l
 
 
 def _annotation_output(
-    lhs: Any, qs: ShardedQuerySet, entries: list[_Entry], refused: list[str]
+    lhs: Any, qs: ShardedQuerySet[Any], entries: list[_Entry], refused: list[str]
 ) -> int | None:
     if isinstance(lhs, Ref):
-        lhs = lhs.source
+        lhs = getattr(lhs, "source", lhs)
     for i, entry in enumerate(entries):
         if entry.expression is lhs:
             return i
@@ -507,9 +369,10 @@ class _Run:
     def __init__(self, described: _Described, plan: planner.Plan) -> None:
         self.described, self.plan = described, plan
 
-    def parts(self, qs: ShardedQuerySet) -> tuple[list[list[tuple[Any, ...]]], list[str]]:
+    def parts(self, qs: ShardedQuerySet[Any]) -> tuple[list[list[tuple[Any, ...]]], list[str]]:
         plan, entries = self.plan, self.described.entries
         aliases = list(qs._shard_aliases or ())
+        template: Any
         if plan.kind == "rows":
             template = limited(qs, plan.limit).values_list(*[e.name for e in entries])
             work: Callable[[Any], Any] = lambda shard: [tuple(r) for r in shard]  # noqa: E731
@@ -519,7 +382,7 @@ class _Run:
         parts = gather(shards, work)
         return parts, [shard.db for shard in shards]
 
-    def _grouped(self, qs: ShardedQuerySet) -> tuple[Any, Callable[[Any], Any]]:
+    def _grouped(self, qs: ShardedQuerySet[Any]) -> tuple[Any, Callable[[Any], Any]]:
         plan, entries = self.plan, self.described.entries
         annotations = all_annotations(self.described.qs.query)
         dropped = [n for n, e in annotations.items() if getattr(e, "contains_aggregate", False)]
@@ -547,7 +410,7 @@ class _Run:
         return shaped.values_list(*names), lambda shard: [tuple(r) for r in shard]
 
 
-def _combined(qs: ShardedQuerySet, described: _Described) -> list[tuple[Any, ...]]:
+def _combined(qs: ShardedQuerySet[Any], described: _Described) -> list[tuple[Any, ...]]:
     plan = planner.plan(described.statement)
     run = _Run(described, plan)
     parts, aliases = run.parts(qs)
@@ -567,7 +430,7 @@ def _combined(qs: ShardedQuerySet, described: _Described) -> list[tuple[Any, ...
     return rows
 
 
-def results(qs: ShardedQuerySet) -> list[Any]:
+def results(qs: ShardedQuerySet[Any]) -> list[Any]:
     """The rows of a planned fan-out (``planned``), in the form the queryset yields."""
     described = _describe(qs)
     rows = _combined(qs, described)
@@ -575,7 +438,9 @@ def results(qs: ShardedQuerySet) -> list[Any]:
     return _shaped(qs, names, rows)
 
 
-def _shaped(qs: ShardedQuerySet, names: list[str], rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+def _shaped(
+    qs: ShardedQuerySet[Any], names: list[str], rows: Sequence[tuple[Any, ...]]
+) -> list[Any]:
     iterable = iterable_class(qs)
     if iterable is ValuesIterable:
         return [dict(zip(names, row, strict=True)) for row in rows]
@@ -593,7 +458,7 @@ def _shaped(qs: ShardedQuerySet, names: list[str], rows: Sequence[tuple[Any, ...
     return tuples
 
 
-def aggregate(qs: ShardedQuerySet, expressions: dict[str, Any]) -> dict[str, Any]:
+def aggregate(qs: ShardedQuerySet[Any], expressions: dict[str, Any]) -> dict[str, Any]:
     """``qs.aggregate(**expressions)`` over shards, combined exactly or refused."""
     low, high = limits(qs)
     found = []
@@ -605,9 +470,13 @@ def aggregate(qs: ShardedQuerySet, expressions: dict[str, Any]) -> dict[str, Any
         found.append("aggregate() over annotations of aggregates")
     planner.refuse(found)
     described = _describe(qs, expressions)
-    if qs.query.distinct and any(
-        e.aggregate and not getattr(e.expression, "distinct", False) for e in described.entries
-    ) and any(getattr(e.expression, "distinct", False) for e in described.entries):
+    if (
+        qs.query.distinct
+        and any(
+            e.aggregate and not getattr(e.expression, "distinct", False) for e in described.entries
+        )
+        and any(getattr(e.expression, "distinct", False) for e in described.entries)
+    ):
         planner.refuse(["aggregate(DISTINCT ...) with other aggregates of a distinct() query"])
     (row,) = _combined(qs, described)
     return dict(zip(expressions, row, strict=True))

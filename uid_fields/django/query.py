@@ -21,7 +21,7 @@ from django.apps import apps
 from django.db import models
 
 from ..errors import ShardRoutingError
-from . import plans
+from . import plans, vetting
 from .choices import building_choices
 from .compat import ModelIterable, iterable_class
 from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
@@ -386,8 +386,8 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
     # -- evaluation ----------------------------------------------------------------------
     def _refuse_uncombinable(self) -> None:
         """``UnmergeableQueryError`` for a construct not proven to decompose over shards
-        (``plans.refusals``), before any query runs: every fan-out path asks."""
-        plans.vet(self)
+        (``vetting.refusals``), before any query runs: every fan-out path asks."""
+        vetting.vet(self)
 
     def _groups_by_row(self) -> bool:
         """Whether GROUP BY includes the primary key: each group is one row of one shard."""

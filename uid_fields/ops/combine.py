@@ -45,7 +45,7 @@ def average(total: Any, count: int, vendor: str) -> Any:
         return float(total) / count
     exact = Decimal(total)
     quotient = _WIDE.divide(exact, Decimal(count))
-    scale = max(0, -int(exact.as_tuple().exponent))  # type: ignore[operator]
+    scale = max(0, -int(exact.as_tuple().exponent))
     if vendor in _FOLDING:
         scale += 4  # div_precision_increment's default
     elif vendor == "postgresql":
@@ -123,7 +123,8 @@ class _Equality:
         ranks = self.ranks.get(position)
         if ranks is not None and isinstance(value, str):
             return ("text", ranks[value])
-        return value
+        known: Hashable = value
+        return known
 
 
 def distinct_rows(
@@ -245,7 +246,8 @@ def _finish(plan: Plan, state: list[Any], vendor: str) -> list[Any]:
         roles = [plan.columns[p].role for p in places]
         kind = output.aggregate
         if roles == ["argument"]:
-            distinct = list(values[0].values())
+            arguments: dict[Hashable, Any] = state[places[0]]  # never _EMPTY (_start)
+            distinct = list(arguments.values())
             if kind == "count":
                 out.append(len(distinct))
                 continue

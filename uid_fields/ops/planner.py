@@ -173,11 +173,11 @@ def plan(statement: Statement) -> Plan:
         if statement.having is not None:
             raise UnmergeableQueryError("HAVING without GROUP BY or an aggregate")
         limit = None if statement.limit is None else statement.offset + statement.limit
-        columns = tuple(ShardColumn(i, "value") for i in range(len(outputs)))
+        values = tuple(ShardColumn(i, "value") for i in range(len(outputs)))
         return Plan(
             statement,
             "rows",
-            columns,
+            values,
             distinct=statement.distinct,
             limit=limit,
             window=window,
