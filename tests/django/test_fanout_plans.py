@@ -240,3 +240,41 @@ def test_avg_of_an_integer_column_is_a_float_as_the_database_s() -> None:
     ranks = [r.rank for r in made if r.rank is not None]
     assert isinstance(got, float)
     assert got == _avg(ranks)
+
+
+def test_aggregate_of_a_distinct_query_counts_each_row_once() -> None:
+    """The admin's facets over a search through a multi-valued relation: the changelist's
+    queryset is ``.distinct()``, and its aggregate must count each row once."""
+    customers = [Customer.objects.create(name=f"c{i}") for i in range(6)]
+    assert len({c._state.db for c in customers}) >= 2
+    for i, customer in enumerate(customers):
+        for _ in range(i + 1):
+            Purchase.objects.create(customer=customer, total=5)
+    found = Customer.objects.on_all_shards().filter(purchases__total__gt=0).distinct()
+    assert found.count() == 6
+    assert found.aggregate(n=Count("pk"), named=Count("pk", filter=Q(name="c3"))) == {
+        "n": 6,
+        "named": 1,
+    }
+
+
+def test_distinct_values_keep_django_s_meaning_under_meta_ordering() -> None:
+    """``Meta.ordering`` (Order's: the id) is selected by a DISTINCT query, as Django
+    does, so the notes repeat: the merge keeps that meaning, in id order."""
+    orders = [Order.objects.create(note=f"n{i % 2}") for i in range(6)]
+    by_id = sorted(orders, key=lambda o: o.pk)
+    fan = Order.objects.on_all_shards()
+    assert list(fan.values_list("note", flat=True).distinct()) == [o.note for o in by_id]
+    assert sorted(fan.values_list("note", flat=True).distinct().order_by()) == ["n0", "n1"]
+
+
+def test_an_aggregate_filtered_through_a_co_located_relation() -> None:
+    customers = [Customer.objects.create(name=f"c{i}") for i in range(6)]
+    for i, customer in enumerate(customers):
+        Purchase.objects.create(customer=customer, total=i)
+    fan = Customer.objects.on_all_shards()
+    got = fan.aggregate(
+        big=Count("pk", filter=Q(purchases__total__gte=3)),
+        a=Avg("purchases__total", filter=Q(purchases__total__gte=1)),
+    )
+    assert got == {"big": 3, "a": _avg([1, 2, 3, 4, 5])}

@@ -125,6 +125,7 @@ class _Described:
     entries: list[_Entry]
     statement: Statement
     refused: list[str] = field(default_factory=list)
+    originals: dict[str, Any] = field(default_factory=dict)  # aggregate()'s, unresolved
 
 
 def _is_text(expression: Any) -> bool:
@@ -197,7 +198,7 @@ def _describe(qs: ShardedQuerySet[Any], aggregates: dict[str, Any] | None = None
         having=having,
         refused=tuple(refused),
     )
-    return _Described(source, entries, statement, refused)
+    return _Described(source, entries, statement, refused, dict(aggregates or {}))
 
 
 def _text_source(qs: ShardedQuerySet[Any], entry: _Entry) -> Any:
@@ -401,10 +402,16 @@ class _Run:
             names.append(name)
             if column.role == "argument":
                 arguments[name] = _argument(entry.expression)
+            elif plan.kind == "aggregate":
+                # asked of the query itself, so as written (a filter resolves there)
+                original = self.described.originals[entry.name]
+                partials[name] = _partial(original, column.role)
             else:
                 partials[name] = _partial(entry.expression, column.role)
         if plan.kind == "aggregate":
-            return base, lambda shard: [tuple(shard.aggregate(**partials)[n] for n in names)]
+            # Django's own aggregate() of the query as it is: of its distinct rows when it
+            # is distinct() (a subquery), each row once
+            return qs, lambda shard: [tuple(shard.aggregate(**partials)[n] for n in names)]
         shaped = base.values(*values, **arguments)
         shaped = shaped.annotate(**partials) if partials else shaped.distinct()
         return shaped.values_list(*names), lambda shard: [tuple(r) for r in shard]
