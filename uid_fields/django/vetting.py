@@ -83,6 +83,7 @@ def _not_co_located(query: Any, model: Any) -> str | None:
     ``model``'s (None: every joined table lives with it). Tables of models of no app
     (none here) count as not co-located."""
     tables = {m._meta.db_table: m for m in apps.get_models(include_auto_created=True)}
+    tables.update(_reachable(model))  # a model of no installed app (a script's) too
     for table in joined_tables(query):
         other = tables.get(table)
         if other is None:
@@ -90,6 +91,17 @@ def _not_co_located(query: Any, model: Any) -> str | None:
         if other is not model and not colocated(model, other):
             return str(other.__name__)
     return None
+
+
+def _reachable(model: Any) -> dict[str, Any]:
+    """The tables of ``model`` and of the models its relations reach directly (with
+    many-to-many tables), by table name."""
+    found = {model._meta.db_table: model}
+    for relation in model._meta.get_fields(include_hidden=True):
+        for other in (relation.related_model, getattr(relation.remote_field, "through", None)):
+            if isinstance(other, type) and hasattr(other, "_meta"):
+                found.setdefault(other._meta.db_table, other)
+    return found
 
 
 def _subqueries(node: Any, context: Any = None) -> Iterator[tuple[Any, Any]]:
