@@ -129,6 +129,12 @@ STATEMENTS: list[tuple[str, Build, bool, bool]] = [
         True,
     ),
     ("groups values_list", lambda qs: qs.values_list("name").annotate(n=Count("id")), False, True),
+    (
+        "groups by a key not selected",
+        lambda qs: qs.values("name").annotate(n=Count("id"), a=Avg("rank")).values_list("n", "a"),
+        False,
+        True,
+    ),
     ("aggregate", lambda qs: qs.aggregate(**_all("n", "s", "lo", "hi", "a")), False, True),
     ("aggregate distinct", lambda qs: qs.aggregate(**_all("d", "dn", "sd", "ad")), False, True),
     ("aggregate filtered", lambda qs: qs.aggregate(**_all("fb", "fa", "fd", "n")), False, True),

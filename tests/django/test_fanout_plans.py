@@ -278,3 +278,55 @@ def test_an_aggregate_filtered_through_a_co_located_relation() -> None:
         a=Avg("purchases__total", filter=Q(purchases__total__gte=1)),
     )
     assert got == {"big": 3, "a": _avg([1, 2, 3, 4, 5])}
+
+
+def test_subqueries_through_the_shard_key_are_proven_on_the_shard() -> None:
+    customers = [Customer.objects.create(name=f"c{i}") for i in range(8)]
+    assert len({c._state.db for c in customers}) >= 2
+    for i, customer in enumerate(customers):
+        for _ in range(i % 3):
+            Purchase.objects.create(customer=customer, total=i)
+    buyers = Customer.objects.on_all_shards().filter(
+        Exists(Purchase.objects.filter(customer=OuterRef("pk")))
+    )
+    assert sorted(c.name for c in buyers) == sorted(f"c{i}" for i in range(8) if i % 3)
+    chosen = Customer.objects.filter(name__in=["c1", "c2", "c4"])
+    bought = Purchase.objects.on_all_shards().filter(customer__in=chosen)
+    assert bought.count() == 1 + 2 + 1
+
+
+def test_text_groups_and_distinct_values_compare_in_the_collation() -> None:
+    """MariaDB's default collation is case-insensitive: ``ann`` and ``ANN`` on two shards
+    are one group there, as on one database; PostgreSQL and SQLite tell them apart."""
+    spellings = ["ann", "ANN", "Ann", "bob"]
+    made = Ranked.objects.bulk_create(
+        [Ranked(bucket=i, rank=i, name=spellings[i % 4]) for i in range(16)]
+    )
+    assert len({r._state.db for r in made if r.name.lower() == "ann"}) >= 2
+    fan = Ranked.objects.on_all_shards()
+    groups = {row["name"].lower(): row["n"] for row in fan.values("name").annotate(n=Count("id"))}
+    counts = sorted(fan.values("name").annotate(n=Count("id")).values_list("n", flat=True))
+    distinct = fan.values_list("name", flat=True).distinct().order_by().count()
+    if BACKEND == "mysql":
+        assert groups == {"ann": 12, "bob": 4}
+        assert distinct == 2
+    else:
+        assert counts == [4, 4, 4, 4]
+        assert distinct == 4
+
+
+@pytest.mark.skipif(BACKEND != "postgres", reason="PostgreSQL's aggregates")
+def test_postgres_bool_aggregates_combine_and_string_agg_is_refused() -> None:
+    from django.contrib.postgres.aggregates import ArrayAgg, BoolAnd, BoolOr, StringAgg
+
+    spaces = [Workspace.objects.create(slug=f"s{i}") for i in range(6)]
+    for i, space in enumerate(spaces):
+        Ticket.objects.create(workspace=space, number=i, open=i != 3, title=f"t{i}")
+    fan = Ticket.objects.on_all_shards()
+    assert fan.aggregate(every=BoolAnd("open"), some=BoolOr("open")) == {
+        "every": False,
+        "some": True,
+    }
+    assert fan.filter(open=True).aggregate(every=BoolAnd("open")) == {"every": True}
+    _refused(lambda: fan.aggregate(t=StringAgg("title", delimiter=",")), "stringagg")
+    _refused(lambda: fan.aggregate(t=ArrayAgg("title")), "arrayagg")

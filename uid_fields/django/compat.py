@@ -465,6 +465,12 @@ def joined_tables(query: Any) -> list[str]:
     ]
 
 
+def base_alias(queryset: models.QuerySet[Any]) -> str | None:
+    """The alias of the table the query selects from (its FROM)."""
+    alias: str | None = queryset.query.base_table
+    return alias
+
+
 def outer_aliases(query: Any) -> set[str]:
     """The table aliases a subquery's ``sql.Query`` refers to in its outer query."""
     return set(query.external_aliases)

@@ -35,7 +35,7 @@ from django.db.models import (
     Sum,
     When,
 )
-from django.db.models.expressions import Ref
+from django.db.models.expressions import Col, Ref
 from django.db.models.lookups import Lookup
 
 from ..ops import planner
@@ -47,6 +47,7 @@ from .compat import (
     NamedValuesListIterable,
     ValuesIterable,
     all_annotations,
+    base_alias,
     converted,
     grouping,
     having_of,
@@ -166,10 +167,13 @@ def _describe(qs: ShardedQuerySet[Any], aggregates: dict[str, Any] | None = None
             made, why = _entry(name, expression)
             entries.append(made)
             refused += why
+        if grouping(qs) is not None:
+            unselected = _unselected_keys(qs)
+            if unselected is None:
+                refused.append("GROUP BY an expression that is not selected")
+            entries += [_Entry(name, None, hidden=True) for name in unselected or ()]
         keys = tuple(i for i, e in enumerate(entries) if e.aggregate is None)
         group_by = keys if grouping(qs) is not None else None
-        if group_by is not None and not _groups_by_selected(qs):
-            refused.append("GROUP BY a column that is not selected (values() after annotate())")
     grouped = group_by is not None or any(e.aggregate for e in entries)
     having = None
     if aggregates is None and grouped:
@@ -217,15 +221,26 @@ def _text_source(qs: ShardedQuerySet[Any], entry: _Entry) -> Any:
     return entry.expression
 
 
-def _groups_by_selected(qs: ShardedQuerySet[Any]) -> bool:
-    """Whether the query's GROUP BY is exactly what it selects besides its aggregates
-    (``values(...).annotate(aggregates)``)."""
+def _unselected_keys(qs: ShardedQuerySet[Any]) -> list[str] | None:
+    """The fields of the model the query groups by without selecting them
+    (``values("name").annotate(n=...).values("n")``): each shard selects them too, as
+    hidden outputs. None when a key is something else (a joined column, an expression)."""
     allowed = list(selected_columns(qs))
     for expression in selected_annotations(qs).values():
         if not getattr(expression, "contains_aggregate", False):
             allowed += list(expression.get_group_by_cols())
     group_by = grouping(qs)
-    return isinstance(group_by, tuple) and all(e in allowed for e in group_by)
+    if not isinstance(group_by, tuple):
+        return None
+    names = []
+    for expression in group_by:
+        if expression in allowed:
+            continue
+        own = isinstance(expression, Col) and expression.alias == base_alias(qs)
+        if not own or expression.target.model is not qs.model._meta.concrete_model:
+            return None
+        names.append(str(expression.target.name))
+    return names
 
 
 def _index(entries: list[_Entry], name: str, model: Any) -> int | None:
