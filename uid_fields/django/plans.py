@@ -175,6 +175,8 @@ def _describe(qs: ShardedQuerySet[Any], aggregates: dict[str, Any] | None = None
         keys = tuple(i for i, e in enumerate(entries) if e.aggregate is None)
         group_by = keys if grouping(qs) is not None else None
     grouped = group_by is not None or any(e.aggregate for e in entries)
+    if aggregates is None and issubclass(iterable_class(qs), ModelIterable):
+        refused.append("model instances of groups or DISTINCT values that span shards")
     having = None
     if aggregates is None and grouped:
         node = having_of(qs)
@@ -466,8 +468,6 @@ def _shaped(
     iterable = iterable_class(qs)
     if iterable is ValuesIterable:
         return [dict(zip(names, row, strict=True)) for row in rows]
-    if issubclass(iterable, ModelIterable):
-        planner.refuse(["model instances of groups that span shards (use values())"])
     wanted = selected_names(qs)
     order = [*wanted, *(n for n in names if n not in wanted)] if wanted else names
     at = [names.index(n) for n in order]

@@ -17,7 +17,6 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Self, overload
 
 from asgiref.sync import sync_to_async
-from django.apps import apps
 from django.db import models
 
 from ..errors import ShardRoutingError
@@ -407,12 +406,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         with every level of a family (``Count("projects__tasks")``) and the table of a
         many-to-many relation inside it.
         """
-        tables = {m._meta.db_table: m for m in apps.get_models(include_auto_created=True)}
-        for join in self.query.alias_map.values():
-            model = tables.get(join.table_name)
-            if model is None or (model is not self.model and not colocated(self.model, model)):
-                return False
-        return True
+        return vetting.joins_stay_on_the_shard(self.query, self.model)
 
     def _fanout_results(self) -> list[Any]:
         self._refuse_uncombinable()

@@ -40,7 +40,7 @@ from .routing import colocated, relation_of
 if TYPE_CHECKING:
     from .query import ShardedQuerySet
 
-__all__ = ["refusals", "vet"]
+__all__ = ["joins_stay_on_the_shard", "refusals", "vet"]
 
 
 def refusals(qs: ShardedQuerySet[Any]) -> list[str]:
@@ -91,6 +91,11 @@ def _not_co_located(query: Any, model: Any) -> str | None:
         if other is not model and not colocated(model, other):
             return str(other.__name__)
     return None
+
+
+def joins_stay_on_the_shard(query: Any, model: Any) -> bool:
+    """Whether every table ``query`` reads holds rows co-located with ``model``'s."""
+    return _not_co_located(query, model) is None
 
 
 def _reachable(model: Any) -> dict[str, Any]:
