@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from django.conf import settings
 from django.db.models import (
     Avg,
     Count,
+    DecimalField,
     Exists,
     F,
     Max,
@@ -31,10 +33,11 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    Value,
     Variance,
     Window,
 )
-from django.db.models.functions import RowNumber
+from django.db.models.functions import Cast, RowNumber
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -66,6 +69,12 @@ AGGREGATES = {
     "fa": lambda: Avg("rank", filter=Q(bucket__gt=5)),
     "fd": lambda: Count("rank", distinct=True, filter=Q(name__in=["ann", "cy"])),
 }
+
+
+def _decimal() -> Cast:
+    """The integer rank as a NUMERIC(12, 2) plus 0.33: AVG's scale and rounding of a
+    decimal column (PostgreSQL's NUMERIC division, MariaDB's 4 more digits)."""
+    return Cast(F("rank") + Value(Decimal("0.33")), DecimalField(max_digits=12, decimal_places=2))
 
 
 def _all(*names: str) -> dict[str, Any]:
@@ -136,6 +145,15 @@ STATEMENTS: list[tuple[str, Build, bool, bool]] = [
         True,
     ),
     ("aggregate", lambda qs: qs.aggregate(**_all("n", "s", "lo", "hi", "a")), False, True),
+    (
+        "avg of a decimal, whole and grouped",
+        lambda qs: [
+            qs.aggregate(a=Avg(_decimal()), s=Sum(_decimal())),
+            sorted(qs.values_list("name").annotate(a=Avg(_decimal()))),
+        ],
+        True,
+        True,
+    ),
     ("aggregate distinct", lambda qs: qs.aggregate(**_all("d", "dn", "sd", "ad")), False, True),
     ("aggregate filtered", lambda qs: qs.aggregate(**_all("fb", "fa", "fd", "n")), False, True),
     ("count of groups", lambda qs: qs.values("name").annotate(n=Count("id")).count(), False, True),
