@@ -307,12 +307,13 @@ def test_text_groups_and_distinct_values_compare_in_the_collation() -> None:
     groups = {row["name"].lower(): row["n"] for row in fan.values("name").annotate(n=Count("id"))}
     counts = sorted(fan.values("name").annotate(n=Count("id")).values_list("n", flat=True))
     distinct = fan.values_list("name", flat=True).distinct().order_by().count()
+    counted = fan.aggregate(n=Count("name", distinct=True))["n"]
     if BACKEND == "mysql":
         assert groups == {"ann": 12, "bob": 4}
-        assert distinct == 2
+        assert distinct == counted == 2
     else:
         assert counts == [4, 4, 4, 4]
-        assert distinct == 4
+        assert distinct == counted == 4
 
 
 @pytest.mark.skipif(BACKEND != "postgres", reason="PostgreSQL's aggregates")
