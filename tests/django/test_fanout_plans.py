@@ -331,3 +331,19 @@ def test_postgres_bool_aggregates_combine_and_string_agg_is_refused() -> None:
     assert fan.filter(open=True).aggregate(every=BoolAnd("open")) == {"every": True}
     _refused(lambda: fan.aggregate(t=StringAgg("title", delimiter=",")), "stringagg")
     _refused(lambda: fan.aggregate(t=ArrayAgg("title")), "arrayagg")
+
+
+def test_writes_through_a_subquery_across_shards_are_refused() -> None:
+    """A fan-out update or delete runs per shard too: ``id__in=<the first 3 ids>`` would
+    pick 3 rows on every shard (deleting up to 12 rows for 3)."""
+    made = _ranked()
+    fan = Ranked.objects.on_all_shards()
+    first = Ranked.objects.on_all_shards().order_by("id").values("id")[:3]
+    with pytest.raises(UnmergeableQueryError, match="subquery"):
+        fan.filter(id__in=Subquery(first)).delete()
+    with pytest.raises(UnmergeableQueryError, match="subquery"):
+        fan.filter(id__in=Subquery(first)).update(name="x")
+    assert fan.count() == len(made)
+    assert not fan.filter(name="x").exists()
+    mine = Ranked.objects.filter(pk=OuterRef("pk"), rank=1)
+    assert fan.filter(Exists(mine)).update(name="one") == sum(1 for r in made if r.rank == 1)

@@ -12,7 +12,7 @@ shard key. Read by ``plans`` and by every fan-out path of ``query`` before any q
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
@@ -40,7 +40,7 @@ from .routing import colocated, relation_of
 if TYPE_CHECKING:
     from .query import ShardedQuerySet
 
-__all__ = ["joins_stay_on_the_shard", "refusals", "vet"]
+__all__ = ["joins_stay_on_the_shard", "refusals", "vet", "vet_write"]
 
 
 def refusals(qs: ShardedQuerySet[Any]) -> list[str]:
@@ -191,3 +191,16 @@ def vet(qs: ShardedQuerySet[Any]) -> None:
     """``UnmergeableQueryError`` naming the first construct of ``qs`` not proven to
     decompose, before any query runs."""
     planner.refuse(refusals(qs))
+
+
+def vet_write(qs: ShardedQuerySet[Any], values: Iterable[Any] = ()) -> None:
+    """``UnmergeableQueryError`` for an ``update()`` or ``delete()`` over shards whose
+    rows are not proven per shard (each shard runs it on its own rows: a subquery of
+    every shard's rows, or a join of rows that are not co-located, would pick other
+    rows), before any write; ``values`` are ``update()``'s new values."""
+    found = _query_refusals(qs.query, qs.model)
+    for value in values:
+        if any(True for _ in _subqueries(value)):
+            found.append("update() to a subquery's value")
+    planner.refuse(found)
+
