@@ -203,4 +203,3 @@ def vet_write(qs: ShardedQuerySet[Any], values: Iterable[Any] = ()) -> None:
         if any(True for _ in _subqueries(value)):
             found.append("update() to a subquery's value")
     planner.refuse(found)
-
