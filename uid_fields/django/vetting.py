@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
+from django.db import models
 from django.db.models import Subquery
 from django.db.models.expressions import Col
 from django.db.models.lookups import Lookup
@@ -193,7 +194,7 @@ def vet(qs: ShardedQuerySet[Any]) -> None:
     planner.refuse(refusals(qs))
 
 
-def vet_write(qs: ShardedQuerySet[Any], values: Iterable[Any] = ()) -> None:
+def vet_write(qs: models.QuerySet[Any], values: Iterable[Any] = ()) -> None:
     """``UnmergeableQueryError`` for an ``update()`` or ``delete()`` over shards whose
     rows are not proven per shard (each shard runs it on its own rows: a subquery of
     every shard's rows, or a join of rows that are not co-located, would pick other
