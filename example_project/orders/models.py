@@ -17,6 +17,10 @@ class Order(models.Model):
     status = models.CharField(max_length=10, choices=STATUSES, default="new")
     total_cents = models.PositiveIntegerField(default=0)
     note = models.CharField(max_length=200, blank=True)
+    # Where the order came from and the day it was placed: what the admin's changelist
+    # of every shard filters by (a plain field) and drills into (date_hierarchy).
+    channel = models.CharField(max_length=10, default="web")
+    placed_on = models.DateField(null=True, blank=True)
 
     objects = ShardedManager()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 from django.conf import settings
@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from uid_fields import locality
 
-from .testapp.models import Customer, Order, PageView, Purchase, PurchaseLine
+from .testapp.models import Customer, Order, PageView, Purchase, PurchaseLine, Ticket, Workspace
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 
@@ -228,3 +228,80 @@ def test_autocomplete_finds_rows_on_every_shard(client: Client) -> None:
     assert response.status_code == 200
     found = {int(r["id"]) for r in response.json()["results"]}
     assert found == {o.pk for o in orders}
+
+
+# -- every shard at once: date_hierarchy, list_filter on a plain field, facets, counts ----
+
+
+def _tickets() -> list[Ticket]:
+    """Tickets of workspaces on several shards: reporters and months each on several."""
+    spaces = [Workspace.objects.create(slug=f"space{i}") for i in range(8)]
+    assert len({s._state.db for s in spaces}) >= 3
+    made = []
+    for i, space in enumerate(spaces):
+        for j in range(3):
+            made.append(
+                Ticket.objects.create(
+                    workspace=space,
+                    number=i * 3 + j,
+                    reporter=["ann", "bob"][(i + j) % 2],
+                    title=f"ticket {i}-{j}" + (" urgent" if j == 0 else ""),
+                    open=j != 2,
+                    due=date(2024 + i % 2, 1 + (i + j) % 3, 10 + j),
+                )
+            )
+    for reporter in ("ann", "bob"):
+        assert len({t._state.db for t in made if t.reporter == reporter}) >= 2
+    return made
+
+
+def _changelist(client: Client, **params: str) -> str:
+    response = client.get(
+        reverse("admin:testapp_ticket_changelist"), {"shard": "__all__", **params}
+    )
+    assert response.status_code == 200, response.content.decode()[:2000]
+    return response.content.decode()
+
+
+def _result_count(html: str) -> int:
+    found = re.search(r'<span class="small quiet">(\d+) results? \(<a', html) or re.search(
+        r"(\d+) tickets?\s*</", html
+    )
+    assert found is not None, "no result count on the page"
+    return int(found.group(1))
+
+
+def test_all_shards_changelist_with_date_hierarchy_filters_and_facets(client: Client) -> None:
+    tickets = _tickets()
+    html = _changelist(client)
+    assert _result_count(html) == len(tickets)
+    # date_hierarchy over every shard: the years (dates() merged), then a drill-down
+    assert "?due__year=2024" in html.replace("amp;", "") or "due__year=2024" in html
+    assert "due__year=2025" in html
+    year = _changelist(client, due__year="2024")
+    in_2024 = [t for t in tickets if t.due.year == 2024]
+    assert _result_count(year) == len(in_2024)
+    for month in sorted({t.due.month for t in in_2024}):
+        assert f"due__month={month}" in year
+    month = _changelist(client, due__year="2024", due__month="2")
+    expected = [t for t in in_2024 if t.due.month == 2]
+    assert _result_count(month) == len(expected)
+    # list_filter on a plain field (AllValuesFieldListFilter: distinct values of every shard)
+    assert "reporter=ann" in html and "reporter=bob" in html
+    bob = _changelist(client, reporter="bob")
+    assert _result_count(bob) == sum(1 for t in tickets if t.reporter == "bob")
+    # facets: counts per choice over every shard (aggregate(Count(..., filter=Q(...))))
+    faceted = _changelist(client, _facets="True")
+    for reporter in ("ann", "bob"):
+        count = sum(1 for t in tickets if t.reporter == reporter)
+        assert re.search(rf"reporter={reporter}[^>]*>\s*{reporter} \({count}\)", faceted), reporter
+    opened = sum(1 for t in tickets if t.open)
+    assert re.search(rf"open__exact=1[^>]*>\s*Yes \({opened}\)", faceted)
+    # a search (every shard), its count and the full result count
+    found = _changelist(client, q="urgent")
+    urgent = [t for t in tickets if "urgent" in (t.title or "")]
+    assert _result_count(found) == len(urgent)
+    assert f"{len(tickets)} total" in found
+    searched_facets = _changelist(client, q="urgent", _facets="True", due__year="2025")
+    urgent_2025 = [t for t in urgent if t.due.year == 2025]
+    assert _result_count(searched_facets) == len(urgent_2025)

@@ -228,3 +228,48 @@ def test_only_with_a_loaded_relation() -> None:
     (loaded,) = Card.objects.filter(pk=card.pk).select_related("board").only("title", "board__name")
     no_queries_for(loaded, "board")
     assert loaded.board.name == board.name
+
+
+# -- prefetch_related over relations whose ends live on different shards (issue 34, 4) ---
+
+
+def test_prefetch_of_a_key_to_another_shard_loads_the_row_where_it_lives() -> None:
+    pairs = [board_and_card() for _ in range(4)]
+    assert len({b._state.db for b, _ in pairs}) >= 2
+    one = Card.objects.filter(pk=pairs[0][1].pk).prefetch_related("board").get()
+    no_queries_for(one, "board")
+    assert one.board is not None and one.board.pk == pairs[0][0].pk
+    rows = {c.pk: c for c in Card.objects.on_all_shards().prefetch_related("board")}
+    for board, card in pairs:
+        no_queries_for(rows[card.pk], "board")
+        assert rows[card.pk].board is not None, "a board that exists came back as None"
+        assert rows[card.pk].board.pk == board.pk
+        assert rows[card.pk].board._state.db == board._state.db
+
+
+def test_prefetch_of_the_reverse_side_finds_children_on_every_shard() -> None:
+    board, first = board_and_card()
+    extra = [
+        Card.objects.create(board=board, created_by=first.created_by, title=f"t{i}")
+        for i in range(6)
+    ]
+    assert len({c._state.db for c in [first, *extra]}) >= 2
+    (loaded,) = Board.objects.filter(pk=board.pk).prefetch_related("cards")
+    with capture_all() as log:
+        cards = sorted(c.pk for c in loaded.cards.all())
+    assert log.count() == 0
+    assert cards == sorted(c.pk for c in [first, *extra])
+    fanned = {b.pk: b for b in Board.objects.on_all_shards().prefetch_related("cards")}
+    assert sorted(c.pk for c in fanned[board.pk].cards.all()) == cards
+
+
+def test_prefetch_of_a_reverse_one_to_one_on_another_shard() -> None:
+    _board, card = board_and_card()
+    for _ in range(200):
+        cover = CardCover(card=card, color="red")
+        if CardCover._meta.pk.placement.database_of(cover.pk) != card._state.db:
+            cover.save()
+            break
+    loaded = Card.objects.filter(pk=card.pk).prefetch_related("cover").get()
+    no_queries_for(loaded, "cover")
+    assert loaded.cover.pk == cover.pk

@@ -37,6 +37,8 @@ from django.db.models.query import (
     ValuesIterable,
     get_related_populators,
 )
+from django.db.models.sql import Query
+from django.db.models.sql.where import WhereNode
 
 __all__ = [
     "PAGES_BUILT_ONCE",
@@ -93,8 +95,21 @@ PRIVATE_QUERY_API = (
     "standard_ordering",
     "group_by",
     "distinct",
+    "distinct_fields",
     "combinator",
+    "select_for_update",
     "alias_map",
+    "alias_refcount",
+    "base_table",
+    "annotations",
+    "annotation_select",
+    "values_select",
+    "select",
+    "where",
+    "external_aliases",
+    "add_annotation",
+    "clear_select_fields",
+    "set_annotation_mask",
     "select_related",
     "max_depth",
 )
@@ -374,3 +389,182 @@ def borrowed_connection(alias: str, wrapper: BaseDatabaseWrapper) -> Iterator[No
             del connections[alias]
         else:
             connections[alias] = own
+
+
+# -- what a fan-out planner reads of a query (uid_fields.django.plans) -------------------
+
+
+def set_operation(queryset: models.QuerySet[Any]) -> str | None:
+    """``union``, ``intersection`` or ``difference`` when the query is one, else None."""
+    combinator: str | None = queryset.query.combinator
+    return combinator
+
+
+def distinct_on(queryset: models.QuerySet[Any]) -> tuple[Any, ...]:
+    """The fields of ``distinct(*fields)`` (DISTINCT ON); empty for a plain DISTINCT."""
+    return tuple(queryset.query.distinct_fields)
+
+
+def locks_rows(queryset: models.QuerySet[Any]) -> bool:
+    """Whether the query was made by ``select_for_update()``."""
+    return bool(queryset.query.select_for_update)
+
+
+def all_annotations(query: Any) -> dict[str, Any]:
+    """Every annotation of a ``sql.Query`` (selected or not, as ``alias()`` adds them),
+    resolved."""
+    return dict(query.annotations)
+
+
+def selected_annotations(queryset: models.QuerySet[Any]) -> dict[str, Any]:
+    """The annotations the query selects, in the order Django returns them."""
+    return dict(queryset.query.annotation_select)
+
+
+def selected_values(queryset: models.QuerySet[Any]) -> tuple[str, ...]:
+    """The field names of ``values()``/``values_list()`` the query selects (not the
+    annotations), in order."""
+    return tuple(queryset.query.values_select)
+
+
+def selected_columns(queryset: models.QuerySet[Any]) -> tuple[Any, ...]:
+    """The columns of ``selected_values``, in the same order."""
+    return tuple(queryset.query.select)
+
+
+def grouping(queryset: models.QuerySet[Any]) -> Any:
+    """The query's GROUP BY: None, True (every selected column) or a tuple of
+    expressions."""
+    return queryset.query.group_by
+
+
+def where_of(query: Any) -> Any:
+    """The WHERE tree of a ``sql.Query``."""
+    return query.where
+
+
+def having_of(queryset: models.QuerySet[Any]) -> Any:
+    """The part of the query's filters that SQL puts in HAVING (they name an aggregate),
+    None when there is none; the split Django's compiler makes."""
+    query = queryset.query
+    _where, having, _qualify = query.where.split_having_qualify(
+        must_group_by=query.group_by is not None
+    )
+    return having
+
+
+def joined_tables(query: Any) -> list[str]:
+    """The tables a ``sql.Query`` reads (its FROM and JOINs): the aliases its SQL uses
+    (a join set up and then trimmed, as a filter rewritten to keys leaves, is in
+    ``alias_map`` with no reference and is not in the SQL, as the compiler skips it)."""
+    refcount = query.alias_refcount
+    return [
+        join.table_name
+        for alias, join in query.alias_map.items()
+        if refcount.get(alias, 1) or alias == query.base_table
+    ]
+
+
+def base_alias(queryset: models.QuerySet[Any]) -> str | None:
+    """The alias of the table the query selects from (its FROM)."""
+    alias: str | None = queryset.query.base_table
+    return alias
+
+
+def outer_aliases(query: Any) -> set[str]:
+    """The table aliases a subquery's ``sql.Query`` refers to in its outer query."""
+    return set(query.external_aliases)
+
+
+def query_model(query: Any) -> Any:
+    """The model a ``sql.Query`` selects from."""
+    return query.model
+
+
+def query_is_sliced(query: Any) -> bool:
+    return bool(query.is_sliced)
+
+
+def query_selected(query: Any) -> tuple[Any, ...]:
+    """What a subquery selects (its columns, else its selected annotations)."""
+    return tuple(query.select) or tuple(query.annotation_select.values())
+
+
+def is_sql_query(value: Any) -> bool:
+    """Whether ``value`` is a ``sql.Query`` (``__in=<queryset>`` resolves to one)."""
+    return isinstance(value, Query)
+
+
+def ordering_request(queryset: models.QuerySet[Any]) -> tuple[list[Any], bool]:
+    """The ordering the query asked (``order_by()``, else the model's ``Meta.ordering``
+    unless ``order_by()`` cleared it) and whether it runs as written (False after
+    ``reverse()``)."""
+    query = queryset.query
+    ordering = list(query.order_by)
+    if not ordering and query.default_ordering:
+        ordering = list(queryset.model._meta.ordering)
+    return ordering, bool(query.standard_ordering)
+
+
+def limits(queryset: models.QuerySet[Any]) -> tuple[int, int | None]:
+    """The slice ``[low:high]`` of the query."""
+    return int(queryset.query.low_mark), queryset.query.high_mark
+
+
+def limited(queryset: models.QuerySet[Any], high: int | None) -> models.QuerySet[Any]:
+    """``queryset`` with its slice replaced by ``[:high]`` (None: no slice)."""
+    clone = queryset._chain()  # type: ignore[attr-defined]
+    clone.query.clear_limits()
+    if high is not None:
+        clone.query.set_limits(0, high)
+    return clone  # type: ignore[no-any-return]
+
+
+def with_annotations(
+    queryset: models.QuerySet[Any], expressions: dict[str, Any]
+) -> tuple[models.QuerySet[Any], dict[str, Any]]:
+    """``expressions`` resolved against a copy of the query, as ``aggregate()`` resolves
+    them (their output fields known, their filters turned into conditions)."""
+    clone = queryset._chain()  # type: ignore[attr-defined]
+    for alias, expression in expressions.items():
+        clone.query.add_annotation(expression, alias, select=True)
+    return clone, {alias: clone.query.annotations[alias] for alias in expressions}
+
+
+def shard_base(queryset: models.QuerySet[Any], dropped: Iterable[str]) -> models.QuerySet[Any]:
+    """The query with only what each shard of a grouped plan keeps: its WHERE (without
+    the HAVING part), its joins and its non-aggregate annotations; no ordering, slice,
+    GROUP BY, DISTINCT, selected values or the annotations ``dropped`` (aggregates the
+    plan asks per shard in another form). ``values()``/``annotate()`` build each shard's
+    select on it."""
+    clone = queryset._chain()  # type: ignore[attr-defined]
+    query = clone.query
+    where, _having, _qualify = query.where.split_having_qualify(
+        must_group_by=query.group_by is not None
+    )
+    query.where = where if where is not None else WhereNode()
+    kept = [name for name in query.annotation_select if name not in set(dropped)]
+    for name in dropped:
+        query.annotations.pop(name, None)
+    query.clear_ordering(force=True)
+    query.clear_limits()
+    query.group_by = None
+    query.distinct = False
+    query.clear_select_fields()
+    query.default_cols = True
+    query.set_annotation_mask(kept)
+    clone._fields = None
+    clone._iterable_class = ModelIterable
+    return clone  # type: ignore[no-any-return]
+
+
+def converted(expression: Any, value: Any, alias: str) -> Any:
+    """``value`` of ``expression`` as Django hands it back from ``alias``'s database: the
+    backend's converters, then the expression's own (an Avg of an integer column is a
+    float, of a DecimalField a Decimal)."""
+    connection = connections[alias]
+    converters = connection.ops.get_db_converters(expression)
+    converters += expression.get_db_converters(connection)
+    for converter in converters:
+        value = converter(value, expression, connection)
+    return value

@@ -29,11 +29,19 @@ from typing import Any
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections, models
 from django.db import router as db_router
+from django.db.models import Prefetch
 
 from .compat import max_related_depth, select_related_request
 from .routing import colocated, parent_link, sharded_pk
 
-__all__ = ["Hop", "RelatedTree", "load_hops", "split_select_related", "stays_joined"]
+__all__ = [
+    "Hop",
+    "RelatedTree",
+    "load_hops",
+    "sharded_prefetches",
+    "split_select_related",
+    "stays_joined",
+]
 
 #: ``select_related``'s request: relation name -> what is asked below it.
 RelatedTree = dict[str, "RelatedTree"]
@@ -277,3 +285,56 @@ def _fetch(
         rows.extend(base.filter(**{f"{name}__in": values[start : start + size]}))
     load_hops(rows, hops)
     return rows
+
+
+def sharded_prefetches(model: type[models.Model], lookups: Sequence[Any]) -> list[Any]:
+    """``prefetch_related`` lookups with each forward key and reverse one-to-one to rows
+    that may live on other shards read through the target's sharded manager.
+
+    Django prefetches those through the target's ``_base_manager``, a plain manager,
+    hinted with the first row: every target is read from the database that row's key
+    names, so the targets of the other rows, on other shards, came back as missing
+    (``RelatedObjectDoesNotExist``). A sharded queryset given the same hint fans out and
+    its ``pk__in`` narrows it to the shards of the keys (``ShardedQuerySet._add_hints``).
+    Reverse keys and many-to-many already go through the default manager's queryset.
+    """
+    out: list[Any] = []
+    seen: set[str] = set()
+    for lookup in lookups:
+        if isinstance(lookup, str):
+            path = lookup
+        elif isinstance(lookup, Prefetch) and lookup.queryset is None and lookup.to_attr is None:
+            path = lookup.prefetch_through
+        else:
+            out.append(lookup)
+            continue
+        replaced = False
+        current: Any = model
+        parts = path.split("__")
+        for depth, name in enumerate(parts):
+            relation = _prefetched_relation(current, name)
+            if relation is None:
+                break
+            target = relation.related_model
+            prefix = "__".join(parts[: depth + 1])
+            if _lives_on_shards(target) and not stays_joined(current, relation, ()):
+                if prefix not in seen:
+                    seen.add(prefix)
+                    out.append(Prefetch(prefix, queryset=target._default_manager.all()))
+                replaced = replaced or prefix == path
+            current = target
+        if not replaced:
+            out.append(lookup)
+    return out
+
+
+def _prefetched_relation(model: Any, name: str) -> Any:
+    """The relation ``name`` of ``model`` when it is one a prefetch follows to one row
+    (a forward key or a one-to-one either way), else None."""
+    try:
+        found = model._meta.get_field(name)
+    except (FieldDoesNotExist, AttributeError):
+        return None  # a GenericForeignKey or a to_attr: Django's own prefetch
+    if not isinstance(found.related_model, type):
+        return None
+    return found

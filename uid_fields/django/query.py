@@ -17,12 +17,10 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Self, overload
 
 from asgiref.sync import sync_to_async
-from django.apps import apps
 from django.db import models
-from django.db.models import Count, Max, Min, Sum
 
 from ..errors import ShardRoutingError
-from ..ops import merge
+from . import plans, vetting
 from .choices import building_choices
 from .compat import ModelIterable, iterable_class
 from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
@@ -36,7 +34,7 @@ from .id_lookups import (
     plain_value,
     valid_id,
 )
-from .joins import load_hops, split_select_related
+from .joins import load_hops, sharded_prefetches, split_select_related
 from .pages import warn_deep_offset
 from .query_writes import ShardedWritesMixin
 from .relation_filters import refuse_paths, rewrite_filter
@@ -254,6 +252,14 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
     def _refuse_cross_database(self, items: Iterable[Any], what: str) -> None:
         refuse_paths(self.model, self._query_databases(), items, what)
 
+    def prefetch_related(self, *lookups: Any) -> Self:
+        """Forward keys and reverse one-to-ones to rows on other shards are prefetched
+        where those rows live (``joins.sharded_prefetches``), never from the first
+        row's shard."""
+        if lookups == (None,):
+            return super().prefetch_related(None)
+        return super().prefetch_related(*sharded_prefetches(self.model, lookups))
+
     def order_by(self, *field_names: Any) -> Self:
         self._refuse_cross_database(field_names, "order_by()")
         return super().order_by(*field_names)
@@ -377,14 +383,10 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         return self.on_all_shards()
 
     # -- evaluation ----------------------------------------------------------------------
-    def _refuse_uncombinable(self, what: str) -> None:
-        query = self.query
-        per_row = self._groups_by_row() and self._joins_stay_on_the_shard()
-        if (query.group_by is not None and not per_row) or query.distinct or query.combinator:
-            raise NotImplementedError(
-                f"{what} across shards cannot combine GROUP BY, DISTINCT or set operations "
-                "of several databases; run it per shard with .using(alias)"
-            )
+    def _refuse_uncombinable(self) -> None:
+        """``UnmergeableQueryError`` for a construct not proven to decompose over shards
+        (``vetting.refusals``), before any query runs: every fan-out path asks."""
+        vetting.vet(self)
 
     def _groups_by_row(self) -> bool:
         """Whether GROUP BY includes the primary key: each group is one row of one shard."""
@@ -404,15 +406,12 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         with every level of a family (``Count("projects__tasks")``) and the table of a
         many-to-many relation inside it.
         """
-        tables = {m._meta.db_table: m for m in apps.get_models(include_auto_created=True)}
-        for join in self.query.alias_map.values():
-            model = tables.get(join.table_name)
-            if model is None or (model is not self.model and not colocated(self.model, model)):
-                return False
-        return True
+        return vetting.joins_stay_on_the_shard(self.query, self.model)
 
     def _fanout_results(self) -> list[Any]:
-        self._refuse_uncombinable("a query")
+        self._refuse_uncombinable()
+        if plans.planned(self):  # groups that span shards, DISTINCT values: the core merges
+            return plans.results(self)
         order_terms(self)  # an ordering the merge cannot repeat is refused before any query
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
@@ -444,7 +443,9 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         """The fan-out's rows as a stream (``fanout.streamed_rows``): what was refused
         by ``_fanout_results`` is refused here, before any query; an ordering that
         cannot stream (text under a linguistic collation) is merged whole instead."""
-        self._refuse_uncombinable("a query")
+        self._refuse_uncombinable()
+        if plans.planned(self):
+            return iter(plans.results(self))
         order_terms(self)
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
@@ -533,7 +534,10 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             return super().count()
         if self.query.is_sliced:
             return len(self._fanout_results())
-        self._refuse_uncombinable("count()")
+        self._refuse_uncombinable()
+        if plans.planned(self):
+            return len(plans.results(self))
+        # each shard's rows (distinct ones too: they differ by their key) are its own
         return sum(self._per_shard(lambda shard: shard.count()))
 
     def exists(self) -> bool:
@@ -544,29 +548,19 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             return super().exists()
         if self.query.is_sliced:
             return bool(self._fanout_results())
+        self._refuse_uncombinable()
+        if plans.planned(self):
+            return bool(plans.results(self))
         return any(self._per_shard(lambda shard: shard.exists()))
 
     def aggregate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         self._refuse_cross_database([*args, *kwargs.values()], "aggregate()")
         if not self._is_fanout():
             return super().aggregate(*args, **kwargs)
-        if self.query.is_sliced:
-            raise NotImplementedError("aggregate() of a slice across shards is not combinable")
-        self._refuse_uncombinable("aggregate()")
+        self._refuse_uncombinable()
         for arg in args:
             kwargs[arg.default_alias] = arg
-        combine = {Count: "count", Sum: "sum", Min: "min", Max: "max"}
-        for name, expression in kwargs.items():
-            if type(expression) not in combine or getattr(expression, "distinct", False):
-                raise NotImplementedError(
-                    f"{name}: only Count, Sum, Min and Max (not distinct) combine across "
-                    "shards; run other aggregates per shard with .using(alias)"
-                )
-        results = self._per_shard(lambda shard: shard.aggregate(**kwargs))
-        return {
-            name: merge.combine_aggregate(combine[type(expr)], [r[name] for r in results])
-            for name, expr in kwargs.items()
-        }
+        return plans.aggregate(self, kwargs)
 
     def in_bulk(
         self, id_list: Iterable[Any] | None = None, *, field_name: str = "pk"

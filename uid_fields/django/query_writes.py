@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from django.db import IntegrityError, models, transaction
 
+from . import vetting
 from .concurrent_writes import concurrent_inserts, run_on_caller_connections
 from .deletion import delete_on_shards, two_phase_deletes
 from .fields import UidField
@@ -63,6 +64,7 @@ class ShardedWritesMixin(models.QuerySet[_M]):
             return super().update(**kwargs)
         if self.query.is_sliced:
             raise TypeError("Cannot update a query once a slice has been taken.")
+        vetting.vet_write(self, kwargs.values())
         with writes_checked():
             return sum(self._for_alias(a).update(**kwargs) for a in self._shard_aliases or ())
 
@@ -110,6 +112,7 @@ class ShardedWritesMixin(models.QuerySet[_M]):
                 return super().delete()
             if self.query.is_sliced:
                 raise TypeError("Cannot use 'limit' or 'offset' with delete().")
+            vetting.vet_write(self)
             shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
             deleted = delete_on_shards(shards, origin=self)
             self._result_cache = None

@@ -123,8 +123,8 @@ class _Equality:
         ranks = self.ranks.get(position)
         if ranks is not None and isinstance(value, str):
             return ("text", ranks[value])
-        key: Hashable = value
-        return key
+        known: Hashable = value
+        return known
 
 
 def distinct_rows(
@@ -246,7 +246,8 @@ def _finish(plan: Plan, state: list[Any], vendor: str) -> list[Any]:
         roles = [plan.columns[p].role for p in places]
         kind = output.aggregate
         if roles == ["argument"]:
-            distinct = list(state[places[0]].values())
+            arguments: dict[Hashable, Any] = state[places[0]]  # never _EMPTY (_start)
+            distinct = list(arguments.values())
             if kind == "count":
                 out.append(len(distinct))
                 continue

@@ -115,5 +115,12 @@ class WorkspaceAdmin(ShardedModelAdmin):
 
 @admin.register(Ticket)
 class TicketAdmin(ShardedModelAdmin):
-    list_display = ["number", "reference"]
-    list_filter = ["workspace"]  # the admin builds its choices with Field.get_choices()
+    """A changelist of every shard with what Django's admin runs as GROUP BY, DISTINCT
+    and aggregates: a date hierarchy (``dates()``, Min/Max), a filter on a plain field
+    (its distinct values), facets (``aggregate(Count(..., filter=Q(...)))``)."""
+
+    list_display = ["number", "reference", "reporter", "due"]
+    # the admin builds the workspace choices with Field.get_choices()
+    list_filter = ["workspace", "reporter", "open"]
+    date_hierarchy = "due"
+    search_fields = ["title"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import date, timedelta
 from typing import Any
 
 from analytics.models import PageView
@@ -13,6 +14,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from orders.models import Order, OrderLine
 
 SKUS = ["MUG-01", "TEE-M", "TEE-L", "CAP-02", "PIN-07", "BAG-11"]
+CHANNELS = ["web", "app", "phone"]
+FIRST_DAY = date(2024, 1, 1)
 
 
 def bar(done: int, total: int, width: int = 32) -> str:
@@ -34,6 +37,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         rng = random.Random(options["seed"])
+        days = random.Random(options["seed"] + 1)  # the orders' other values stay as they were
         started = time.monotonic()
         customers = Customer.objects.bulk_create(
             [
@@ -51,6 +55,8 @@ class Command(BaseCommand):
                     customer=rng.choice(customers),
                     total_cents=rng.randrange(500, 20000),
                     status=rng.choice(["new", "paid", "shipped"]),
+                    channel=days.choice(CHANNELS),
+                    placed_on=FIRST_DAY + timedelta(days=days.randrange(0, 540)),
                 )
                 for _ in range(size)
             ]
