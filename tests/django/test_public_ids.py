@@ -378,3 +378,52 @@ def test_bad_tokens_never_raise_anything_but_public_id_error() -> None:
     for bad in ("", "ord_", "ord_" + "\x00" * 21, "ord_" + "0" * 21, str(uuid.uuid4())):
         with pytest.raises(PublicIdError):
             codec.decode(bad)
+
+
+# -- one spelling per token ------------------------------------------------------------
+def _other_spellings(token: str) -> list[str]:
+    prefix, _, body = token.rpartition("_")
+    looks = body.replace("1", "I").replace("0", "O")
+    return [
+        token.upper(),
+        f"{prefix.upper()}_{body}",
+        f"{prefix}_{looks}",
+        f"{prefix}_{body.upper()}",
+    ]
+
+
+def test_a_token_has_one_canonical_spelling() -> None:
+    """Upper case, ``ORD_`` and I/L/O decode to the same id; ``canonical`` gives the
+    one spelling ``encode`` makes (issue 37, item 5)."""
+    order = Order.objects.create()
+    codec = order._meta.pk.public_ids  # type: ignore[attr-defined]
+    token = order.public_id
+    for other in _other_spellings(token):
+        if other == token:
+            continue
+        assert codec.decode(other) == order.pk
+        assert codec.canonical(other) == token and not codec.is_canonical(other)
+    assert codec.is_canonical(token)
+
+
+def test_another_spelling_in_a_url_redirects_to_the_canonical_one() -> None:
+    """The converter matches only the canonical spelling; the middleware answers other
+    spellings with a 301 to it (query string kept), so one object has one URL."""
+    order = Order.objects.create(note="one url")
+    client = Client()
+    token = order.public_id
+    for other in {*_other_spellings(token)} - {token}:
+        response = client.get(f"/orders/{other}/", {"page": "2"})
+        assert response.status_code == 301, other
+        assert response["Location"] == f"/orders/{token}/?page=2"
+        assert client.get(response["Location"]).json()["note"] == "one url"
+    assert client.get(f"/orders/{token}/").status_code == 200
+
+
+def test_drf_shows_the_canonical_token_whatever_spelling_it_was_given() -> None:
+    order = Order.objects.create(note="drf")
+    client = Client()
+    token = order.public_id
+    for given in [token, *_other_spellings(token)]:
+        shown = client.get(f"/api/public-orders/{given}/")
+        assert shown.status_code == 200 and shown.json()["id"] == token, given

@@ -9,7 +9,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import models
 from django.urls import converters, register_converter
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, PublicIdError
+from ..ids.public import spelling
 from .public_ids import codec_for, decode_token
 
 __all__ = [
@@ -63,7 +64,9 @@ class PublicIdConverter:
     Any model's token matches, by its prefix; ``PublicIdConverter.for_model(Order)``
     makes a converter that takes only ``Order``'s (register it under a name of your own).
     A token that does not decode (foreign, tampered, truncated, of a retired key) is no
-    match: a 404. Missing keys are ``ImproperlyConfigured``, not a 404.
+    match: a 404; so is another spelling of a good one (upper case, I/L/O), which
+    ``uid_fields.django.middleware.CanonicalPublicIdMiddleware`` redirects (301) to
+    the canonical path. Missing keys are ``ImproperlyConfigured``, not a 404.
     ``reverse()`` takes a model instance or a token; the bound converter also an id.
     """
 
@@ -80,9 +83,14 @@ class PublicIdConverter:
 
     def to_python(self, value: str) -> Any:
         try:
-            return decode_token(value, self._field())
+            found = decode_token(value, self._field())
+            if spelling(value) != value:
+                # One URL per object: another spelling of the token is no match here
+                # (CanonicalPublicIdMiddleware redirects it to the canonical path).
+                raise PublicIdError("not the canonical spelling of this public id")
         except ConfigurationError as exc:  # a ValueError, which would read as a 404
             raise ImproperlyConfigured(str(exc)) from exc
+        return found
 
     def to_url(self, value: Any) -> str:
         if isinstance(value, models.Model):

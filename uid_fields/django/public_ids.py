@@ -34,6 +34,7 @@ __all__ = [
     "PublicIdDescriptor",
     "add_public_id",
     "attribute_name",
+    "canonical_token",
     "codec_for",
     "decode_token",
     "field_for_prefix",
@@ -128,3 +129,13 @@ def decode_token(token: object, field: UidField | None = None) -> Any:
         if field is None:
             raise PublicIdError("not a public id of any model: no model has its prefix")
     return codec_for(field).decode(token)
+
+
+def canonical_token(token: str, field: UidField | None = None) -> str:
+    """The canonical spelling of a token of ``field``'s model (or of the model its
+    prefix names): ``PublicIds.canonical``. ``PublicIdError`` as ``decode_token``."""
+    if field is None:
+        field = field_for_prefix(token_prefix(token))
+        if field is None:
+            raise PublicIdError("not a public id of any model: no model has its prefix")
+    return codec_for(field).canonical(token)

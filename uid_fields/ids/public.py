@@ -61,6 +61,7 @@ __all__ = [
     "PublicIds",
     "key_problems",
     "prefix_problem",
+    "spelling",
 ]
 
 Kind = Literal["int", "uuid"]
@@ -103,6 +104,18 @@ def _from_crockford() -> dict[int, str]:
 
 
 _FROM_CROCKFORD = _from_crockford()
+#: The characters Crockford base32 reads as others, to the ones ``encode`` writes.
+_CANONICAL = str.maketrans({"i": "1", "l": "1", "o": "0"})
+
+
+def spelling(token: str) -> str:
+    """The canonical spelling of a token's characters (its prefix and body lower case,
+    ``1`` for I and L, ``0`` for O), whether or not it decodes: a comparison of text for
+    callers that decode the token anyway (``PublicIds.canonical`` also decodes)."""
+    head, separator, body = token.rpartition("_")
+    return head.lower() + separator + body.lower().translate(_CANONICAL)
+
+
 _NOT_BASE32 = "not a public id of {!r}: a character is not Crockford base32"
 
 
@@ -389,6 +402,21 @@ class PublicIds:
                 f"{version} (tampered, truncated, or made with another key, prefix or kind)"
             )
         return shape, block >> shape.redundancy_bits
+
+    def canonical(self, token: str) -> str:
+        """The one spelling of ``token``: what ``encode`` makes of the id it stands for
+        (lower case, the prefix's own case and ``_``, ``1`` for I and L, ``0`` for O).
+        ``decode`` reads the other spellings too; caches, de-duplication, logs and URLs
+        should see this one. ``PublicIdError`` if it is no token of these keys."""
+        self._decode(token, None)
+        return spelling(token)
+
+    def is_canonical(self, token: str) -> bool:
+        """Whether ``token`` is a token of these keys, spelt as ``encode`` spells it."""
+        try:
+            return self.canonical(token) == token
+        except PublicIdError:
+            return False
 
     def decode(self, token: str) -> int | uuid.UUID:
         """The id (an int) or the UUID a token stands for; ``PublicIdError`` if it is not
