@@ -18,7 +18,7 @@ from rest_framework import generics
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.test import APIRequestFactory
 
-from tests.django.testapp.api import OrderSerializer
+from tests.django.testapp.api import OrderSerializer, PublicOrderSerializer
 from tests.django.testapp.models import Order
 from uid_fields.django import DeepOffsetWarning
 from uid_fields.django.rest import KeysetPagination
@@ -191,3 +191,30 @@ def test_the_page_size_parameter(orders: list[int], size: str, rows: int) -> Non
     response = get(SizedList, f"/orders/?size={size}")
     assert len(response.data["results"]) == rows
     assert f"size={size}" in response.data["next"]  # kept in the links
+
+
+class PublicOrderList(OrderList):
+    serializer_class = PublicOrderSerializer
+
+
+def test_under_public_ids_the_links_carry_tokens_and_a_raw_id_is_refused(
+    orders: list[int],
+) -> None:
+    """With ``Meta.public_ids = True`` the results show tokens, and so do the links: no
+    page link names a stored id (before: ``?after=<stored id>``), and a raw id in
+    ``?after=`` is refused (before: accepted, so bisection recovered stored ids)."""
+    codec = Order._meta.pk.public_ids  # type: ignore[attr-defined]
+    responses = walk(PublicOrderList, "/orders/")
+    seen = [codec.decode(row["id"]) for r in responses for row in r.data["results"]]
+    assert seen == sorted(orders, reverse=True)
+    links = [r.data[k] for r in responses for k in ("next", "previous") if r.data[k]]
+    assert links and all(str(pk) not in link for link in links for pk in orders)
+    assert all(("after=ord_" in link) or ("before=ord_" in link) for link in links)
+    for raw in [orders[5], orders[5] + 1, 0]:
+        assert get(PublicOrderList, f"/orders/?after={raw}").status_code == 404
+        assert get(PublicOrderList, f"/orders/?before={raw}").status_code == 404
+    middle = codec.encode(sorted(orders, reverse=True)[3])
+    page = get(PublicOrderList, f"/orders/?after={middle}")
+    assert [codec.decode(r["id"]) for r in page.data["results"]] == sorted(orders, reverse=True)[
+        4:8
+    ]

@@ -24,7 +24,7 @@ from uid_fields.sqlalchemy import (
     sharded_session,
 )
 
-from .models import Order
+from .models import ORDER_PUBLIC_IDS, Order
 
 ROWS = 23
 LIMIT = 5
@@ -200,3 +200,35 @@ def test_a_cursor_as_its_text_pages_like_the_id(sqlite_shards: dict[str, Engine]
         by_text = keyset_page(session, select(Order.id), Order.id, after=str(ids[4]), limit=3)
         by_int = keyset_page(session, select(Order.id), Order.id, after=ids[4], limit=3)
     assert [r.id for r in by_text.rows] == [r.id for r in by_int.rows] == ids[5:8]
+
+
+def test_under_public_ids_the_cursors_are_tokens_and_a_raw_id_is_refused(
+    sqlite_shards: dict[str, Engine],
+) -> None:
+    """``keyset_page(..., public_ids=codec)``: ``next_after``/``previous_before`` are
+    tokens, a token pages as its id did, and a raw id (or another model's token) is a
+    ``MalformedCursorError`` when the statement is built (issue 37, item 3)."""
+    ids = sorted(_fill(sqlite_shards), reverse=True)
+    statement = select(Order.id, Order.customer)
+    with sharded_session(sqlite_shards) as session:
+        page = keyset_page(session, statement, Order.id, limit=LIMIT, public_ids=ORDER_PUBLIC_IDS)
+        tokens = [page.next_after]
+        seen = [row.id for row in page.rows]
+        while page.next_after is not None:
+            page = keyset_page(
+                session,
+                statement,
+                Order.id,
+                after=page.next_after,
+                limit=LIMIT,
+                public_ids=ORDER_PUBLIC_IDS,
+            )
+            seen += [row.id for row in page.rows]
+            tokens += [page.next_after, page.previous_before]
+    assert seen == ids
+    shown = [t for t in tokens if t is not None]
+    assert shown and all(isinstance(t, str) and t.startswith("ord_") for t in shown)
+    assert {ORDER_PUBLIC_IDS.decode(t) for t in shown} <= set(ids)
+    for raw in [ids[3], str(ids[3]), "pho_" + "0" * 21]:
+        with pytest.raises(MalformedCursorError):
+            rows_after(statement, Order.id, raw, limit=LIMIT, public_ids=ORDER_PUBLIC_IDS)

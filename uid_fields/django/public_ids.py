@@ -39,6 +39,7 @@ __all__ = [
     "decode_token",
     "field_for_prefix",
     "kind_of",
+    "shows_public_ids",
     "token_prefix",
 ]
 
@@ -139,3 +140,12 @@ def canonical_token(token: str, field: UidField | None = None) -> str:
         if field is None:
             raise PublicIdError("not a public id of any model: no model has its prefix")
     return codec_for(field).canonical(token)
+
+
+def shows_public_ids(serializer: Any, field_name: str) -> bool:
+    """Whether a DRF serializer (class or instance) shows ``field_name`` as tokens: its
+    ``Meta.public_ids`` is True or names the field."""
+    option = getattr(getattr(serializer, "Meta", None), "public_ids", False)
+    if option is True:
+        return True
+    return isinstance(option, (list, tuple, set, frozenset)) and field_name in option

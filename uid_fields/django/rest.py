@@ -45,7 +45,7 @@ from ..errors import PublicIdError
 from .fields import ShardedBigIntField, SnowflakeField, UidField
 from .key_changes import key_change_message
 from .lookups import _aware
-from .public_ids import decode_token, kind_of
+from .public_ids import decode_token, kind_of, shows_public_ids
 from .rest_pages import KeysetPagination
 from .routing import key_link
 from .unique import model_databases
@@ -401,10 +401,7 @@ class PublicIdSerializerMixin(_SerializerBase):
     names limits it to those. The stored ids never appear in the representation."""
 
     def _public(self, field_name: str) -> bool:
-        option = getattr(getattr(self, "Meta", None), "public_ids", False)
-        if option is True:
-            return True
-        return isinstance(option, (list, tuple, set, frozenset)) and field_name in option
+        return shows_public_ids(self, field_name)
 
     def build_standard_field(
         self, field_name: str, model_field: models.Field[Any, Any]

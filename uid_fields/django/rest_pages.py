@@ -30,11 +30,25 @@ from rest_framework.settings import api_settings
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from ..errors import MalformedCursorError
-from ..ops.pages import BIGINT_KEYS, Keyset, KeysetPage, cursor_key
+from ..ids.public import PublicIds
+from ..ops.pages import BIGINT_KEYS, Keyset, KeysetPage, cursor_key, token_key
 from .fields import UidField
 from .id_lookups import valid_id
+from .public_ids import codec_for, shows_public_ids
 
-__all__ = ["KeysetPagination"]
+__all__ = ["KeysetPagination", "public_codec"]
+
+
+def public_codec(field: Any, view: Any) -> PublicIds | None:
+    """The codec a view shows its primary keys with: the key's public ids when it has a
+    ``public_prefix`` and the view's serializer shows it as tokens (``Meta.public_ids``);
+    None when the results show stored ids (then so may the links)."""
+    if not isinstance(field, UidField) or field.public_prefix is None:
+        return None
+    serializer = getattr(view, "get_serializer_class", None)
+    if serializer is None or not shows_public_ids(serializer(), field.name):
+        return None
+    return codec_for(field)
 
 
 class KeysetPagination(BasePagination):
@@ -58,6 +72,7 @@ class KeysetPagination(BasePagination):
     after_query_param = "after"
     before_query_param = "before"
     invalid_cursor_message = "Invalid cursor"
+    _codec: PublicIds | None = None  # the key's public ids, set per page
 
     def paginate_queryset(self, queryset: Any, request: Any, view: Any = None) -> list[Any] | None:
         size = self.get_page_size(request)
@@ -65,6 +80,7 @@ class KeysetPagination(BasePagination):
             return None
         self.request = request
         field = queryset.model._meta.pk
+        self._codec = public_codec(field, view)
         descending = self._descending(field)
         try:
             keyset = Keyset(
@@ -105,17 +121,28 @@ class KeysetPagination(BasePagination):
         return cursor_key(param, request.query_params.get(param), decode)
 
     def decode_key(self, text: str, field: Any) -> Any:
-        """The primary key a link names; ValueError when it names none that can exist."""
-        value = field.to_python(text)
+        """The primary key a link names; ValueError when it names none that can exist.
+        A primary key shown as public ids (a ``public_prefix``) is named by its token,
+        never by the stored id (``ops.pages.token_key``)."""
+        codec = self._codec
+        if codec is not None:
+            return token_key(codec, lambda value: self._checked(field, value))(text)
+        return self._checked(field, field.to_python(text))
+
+    @staticmethod
+    def _checked(field: Any, value: Any) -> Any:
+        """``value`` if it is a key the field can hold, else ValueError."""
         if isinstance(field, UidField) and not valid_id(field, value):
-            raise ValueError(text)
+            raise ValueError(f"{value!r} is no id of {field.name}")
         if isinstance(value, int) and value not in BIGINT_KEYS:
-            raise ValueError(text)
+            raise ValueError(f"{value!r} is out of a 64-bit key's range")
         return value
 
     def encode_key(self, value: Any) -> str:
-        """The primary key as a link writes it."""
-        return str(value)
+        """The primary key as a link writes it: its public token when the key has a
+        ``public_prefix``, so no link shows a stored id."""
+        codec = self._codec
+        return codec.encode(value) if codec is not None else str(value)
 
     def get_page_size(self, request: Any) -> int | None:
         """``page_size``, or a positive int in ``page_size_query_param`` (at most

@@ -26,6 +26,7 @@ from typing import Any, Generic, Literal, TypeVar
 from .._internal import validate as check
 from ..errors import MalformedCursorError
 from ..ids.layouts import coerce_id
+from ..ids.public import PublicIds
 
 __all__ = [
     "DEFAULT_OFFSET_WARNING",
@@ -37,6 +38,7 @@ __all__ = [
     "deep_offset_message",
     "forget_deep_offsets",
     "integer_key",
+    "token_key",
 ]
 
 R = TypeVar("R")
@@ -143,6 +145,15 @@ class KeysetPage(Generic[R]):
     next_after: Any
     previous_before: Any
 
+    def keys_as(self, encode: Callable[[Any], Any]) -> KeysetPage[R]:
+        """This page with its cursors written by ``encode`` (a public id's token)."""
+        after, before = self.next_after, self.previous_before
+        return KeysetPage(
+            self.rows,
+            None if after is None else encode(after),
+            None if before is None else encode(before),
+        )
+
 
 @dataclass(frozen=True)
 class Keyset:
@@ -202,3 +213,18 @@ class Keyset:
         following = key_of(kept[-1]) if more and kept else None
         previous = key_of(kept[0]) if self.after is not None and kept else None
         return KeysetPage(kept, following, previous)
+
+
+def token_key(codec: PublicIds, convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """How a cursor is read when the key is shown as public ids: the cursor is a token of
+    ``codec`` (a link never carries the stored id, which decodes to its time, node and
+    sequence), decoded, then read by the key's own ``convert``. A raw id, or any text
+    that is no token of these keys, is refused (``cursor_key`` makes it a
+    ``MalformedCursorError``): bisecting stored ids through ``?after=`` is not possible."""
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError("a cursor under public ids is a token")
+        return convert(codec.decode(value))
+
+    return read

@@ -26,6 +26,7 @@ from sqlalchemy import Select
 from sqlalchemy.engine import Row
 
 from ..errors import MalformedCursorError
+from ..ids.public import PublicIds
 from ..ops.pages import (
     DeepOffsetWarning,
     Keyset,
@@ -33,6 +34,7 @@ from ..ops.pages import (
     cursor_key,
     deep_offset_message,
     integer_key,
+    token_key,
 )
 from .compat import select_parts
 
@@ -48,24 +50,39 @@ __all__ = [
 
 
 def rows_after(
-    statement: Select[Any], column: Any, after: Any = None, *, limit: int, descending: bool = True
+    statement: Select[Any],
+    column: Any,
+    after: Any = None,
+    *,
+    limit: int,
+    descending: bool = True,
+    public_ids: PublicIds | None = None,
 ) -> Select[Any]:
     """``statement``'s first ``limit`` rows after the key ``after`` in ``column``'s order:
     descending (the default: newest ids first), the rows whose key is below ``after``;
     ascending, above it; from the first row when ``after`` is None. The statement gets
     ``WHERE column < :after ORDER BY column DESC LIMIT :limit`` (its own ORDER BY is
     replaced; it must have no LIMIT or OFFSET of its own): through ``on_all_shards`` each
-    shard returns ``limit`` rows, never an OFFSET's worth."""
-    return _keyed(statement, column, _keyset(column, descending, limit, after, None), limit)
+    shard returns ``limit`` rows, never an OFFSET's worth. With ``public_ids`` the cursor
+    is a token of that codec, and a raw id is refused (``MalformedCursorError``)."""
+    keyset = _keyset(column, descending, limit, after, None, public_ids)
+    return _keyed(statement, column, keyset, limit)
 
 
 def rows_before(
-    statement: Select[Any], column: Any, before: Any, *, limit: int, descending: bool = True
+    statement: Select[Any],
+    column: Any,
+    before: Any,
+    *,
+    limit: int,
+    descending: bool = True,
+    public_ids: PublicIds | None = None,
 ) -> Select[Any]:
     """The ``limit`` rows just before the key ``before`` in ``column``'s order (the
     previous page), fetched in the opposite order: nearest first. ``keyset_page`` puts
-    them back in order."""
-    return _keyed(statement, column, _keyset(column, descending, limit, None, before), limit)
+    them back in order. ``public_ids``: as ``rows_after``."""
+    keyset = _keyset(column, descending, limit, None, before, public_ids)
+    return _keyed(statement, column, keyset, limit)
 
 
 def keyset_page(
@@ -77,21 +94,37 @@ def keyset_page(
     before: Any = None,
     limit: int,
     descending: bool = True,
+    public_ids: PublicIds | None = None,
 ) -> KeysetPage[Row[Any]]:
     """One page of ``statement``'s rows over every shard, in ``column``'s order (a unique
     key: the id), after ``after`` or before ``before`` (the first page when neither),
     with the keys of the pages beside it: ``next_after`` (None on the last page) and
     ``previous_before`` (None on the first). Each shard runs the statement once with
-    ``LIMIT limit + 1``; the rows are ``on_all_shards``' rows (``Row`` objects)."""
-    keyset = _keyset(column, descending, limit, after, before)
+    ``LIMIT limit + 1``; the rows are ``on_all_shards``' rows (``Row`` objects).
+
+    With ``public_ids`` (the codec the rows' ids are shown with), the cursors are its
+    tokens both ways: ``next_after`` and ``previous_before`` are tokens, and ``after``
+    and ``before`` must be (a raw id is refused): a link never shows a stored id."""
+    keyset = _keyset(column, descending, limit, after, before, public_ids)
     rows = session.on_all_shards(_keyed(statement, column, keyset, keyset.fetch_limit)).all()
-    return keyset.page(rows, _reader(column))
+    page = keyset.page(rows, _reader(column))
+    return page if public_ids is None else page.keys_as(public_ids.encode)
 
 
-def _keyset(column: Any, descending: bool, limit: int, after: Any, before: Any) -> Keyset:
+def _keyset(
+    column: Any,
+    descending: bool,
+    limit: int,
+    after: Any,
+    before: Any,
+    public_ids: PublicIds | None = None,
+) -> Keyset:
     """The page's keyset with its cursors read by the column's own conversion (the core's
-    ``cursor_key``): a malformed one raises here, while the statement is built."""
+    ``cursor_key``; tokens of ``public_ids`` first decoded, ``token_key``): a malformed
+    one raises here, while the statement is built."""
     convert = _converter(column)
+    if public_ids is not None:
+        convert = token_key(public_ids, convert)
     return Keyset(
         descending,
         limit,
