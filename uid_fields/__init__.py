@@ -1,12 +1,12 @@
 """Distributed, decodable ids that carry their shard: the ORM-free core."""
 
 # The package version: pyproject.toml reads it from here ([tool.hatch.version]).
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ._internal import moved
+from . import locality, uniqid
 from .clock import Clock, ManualClock, SystemClock
 from .config import UidConfig
 from .errors import (
@@ -28,7 +28,6 @@ from .errors import (
     WrongShardError,
     deprecated_name,
 )
-from .ids import locality, uniqid
 from .ids.generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
 from .ids.layouts import (
     DECIMAL,
@@ -61,9 +60,6 @@ from .placement import (
     ShardMap,
     allow_off_shard_writes,
 )
-
-# Old import paths of the modules that moved keep working, with a DeprecationWarning.
-moved.install()
 
 # Each area logs on a logger of its own below this one (docs/logging.md). A library adds
 # no handler but a NullHandler: the application decides what is shown, and where.

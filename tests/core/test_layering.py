@@ -54,7 +54,7 @@ def test_the_core_never_imports_an_orm() -> None:
 
 def test_importing_the_core_loads_no_orm() -> None:
     code = (
-        "import sys, uid_fields, uid_fields.workers, uid_fields.leases, uid_fields.config\n"
+        "import sys, uid_fields, uid_fields.ids.nodes, uid_fields.ids.leases, uid_fields.config\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'sqlalchemy'}))"
     )
     out = subprocess.run(

@@ -10,7 +10,7 @@ from typing import Any
 from packaging.version import Version
 
 import uid_fields
-from uid_fields._internal.moved import MOVED
+from tests.core.test_public_api import REMOVED
 from uid_fields.errors import DEPRECATED_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,7 +123,8 @@ DATED = re.compile(r"^## \[(?P<version>[^\]]+)\] - (?P<date>\d{4}-\d{2}-\d{2})$"
 
 def test_the_changelog_is_in_release_shape() -> None:
     """An empty ``[Unreleased]`` on top, then dated versions, the newest the package's,
-    whose ``Deprecated`` section names every deprecated name that warns."""
+    whose ``Deprecated`` section names every deprecated name that warns and whose
+    ``Removed`` section names every path removed."""
     text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     unreleased = text.index("## [Unreleased]")
     releases = list(DATED.finditer(text))
@@ -131,11 +132,19 @@ def test_the_changelog_is_in_release_shape() -> None:
     assert Version(uid_fields.__version__) > Version("0.1.0")
     assert unreleased < releases[0].start()
     newest = text[releases[0].end() : text.index("\n## [", releases[0].end())]
-    deprecated = newest[newest.index("### Deprecated") :]
-    end = deprecated.find("\n### ", 1)
-    deprecated = deprecated if end < 0 else deprecated[:end]
-    for old in [*MOVED, *DEPRECATED_NAMES, "read_your_writes_s="]:
-        assert f"`{old}`" in deprecated, old
+    for heading, names in (
+        ("### Deprecated", [*DEPRECATED_NAMES, "read_your_writes_s="]),
+        ("### Removed", list(REMOVED)),
+    ):
+        part = newest[newest.index(heading) :]
+        end = part.find("\n### ", 1)
+        part = part if end < 0 else part[:end]
+        for old in names:
+            assert f"`{old}`" in part, old
+    # every dated version has a link reference, and 0.1.0 a date
+    for version in [m["version"] for m in releases]:
+        assert f"\n[{version}]: https://" in text, version
+    assert "## [0.1.0] - " in text
 
 
 def test_the_readme_installs_and_uses_before_it_develops() -> None:
