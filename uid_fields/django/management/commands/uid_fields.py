@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 from django.apps import apps
 from django.core import serializers
@@ -56,7 +57,12 @@ class OutputError(Exception):
 class _Output(OutputWrapper):
     """``self.stdout`` whose failed writes are ``OutputError``."""
 
-    def write(self, msg: str = "", style_func: Any = None, ending: str | None = None) -> None:
+    def write(  # type: ignore[override]  # OutputWrapper's own signature, as django-stubs
+        self,
+        msg: str = "",
+        style_func: Callable[[str], str] | None = None,
+        ending: str | None = None,
+    ) -> None:
         try:
             super().write(msg, style_func, ending)
         except OSError as exc:
@@ -80,7 +86,9 @@ class Command(BaseCommand):
     verbosity: int = 1
 
     def handle(self, *args: Any, **options: Any) -> None:
-        stream = self.stdout._out
+        # The stream Django wrapped (sys.stdout, or call_command's stdout=); the stubs
+        # type OutputWrapper's attributes through its __getattr__.
+        stream = cast(TextIO, self.stdout._out)
         self.stdout = _Output(stream, ending=self.stdout.ending)
         try:
             self._handle(**options)
