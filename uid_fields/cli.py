@@ -3,22 +3,26 @@ the PostgreSQL extension of the C ``next_id`` from the installed package
 (``pg-extension --install``).
 
 When the reader of the output leaves early (``uid-fields generate -n 100000 | head -1``),
-the command ends quietly with status 141 (128 + SIGPIPE): what a POSIX tool killed by
-SIGPIPE reports, so a ``set -o pipefail`` script sees the same as for ``yes | head -1``.
+the command ends quietly with status 141 (128 + SIGPIPE); a write that fails otherwise
+(``> /dev/full``) is one line on standard error and status 1. The rule is
+``uid_fields._internal.commandline``'s, which ``manage.py uid_fields`` follows too.
+
+``decode`` takes several ids, and ``-`` reads more from standard input (whitespace
+separated, decoded as they arrive): a bad one is reported and the rest decoded.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from . import __version__
+from ._internal.commandline import STDIN, ids_of, output_failure
 from ._internal.timeutil import parse_instant
 from .ids import locality, uniqid
 from .ids.generators import DecimalGenerator, ShardedIdGenerator, SnowflakeGenerator
@@ -26,9 +30,7 @@ from .ids.layouts import PRESETS, DecimalLayout, IntLayout, SnowflakeLayout
 from .sql import pg_extension
 
 SCHEMES = [*PRESETS, "locality", "uniqid"]
-
-#: The exit status after the reader closed the pipe: 128 + SIGPIPE (13).
-BROKEN_PIPE_STATUS = 141
+DEFAULT_LAYOUT = "twitter"
 
 
 class CliError(Exception):
@@ -52,12 +54,38 @@ def _node_fields(pairs: Sequence[str]) -> dict[str, Any]:
     return fields
 
 
-def _decode(args: argparse.Namespace) -> dict[str, Any]:
+def _decoder(args: argparse.Namespace) -> Callable[[str], dict[str, Any]]:
+    """What reads one id under the chosen layout; built once, so a bad ``--epoch`` is
+    one error, not one per id."""
     if args.layout == "locality":
-        return locality.decompose(args.id).as_dict()
+        return lambda text: locality.decompose(text).as_dict()
     if args.layout == "uniqid":
-        return uniqid.decompose(args.id, args.shards).as_dict()
-    return _layout(args).decompose(args.id).as_dict()
+        return lambda text: uniqid.decompose(text, args.shards).as_dict()
+    layout = _layout(args)
+    return lambda text: layout.decompose(text).as_dict()
+
+
+def _decode_each(args: argparse.Namespace) -> int:
+    """Print the parts of each id as it is read: a mapping each (a blank line between),
+    or with ``--json`` one object per line. A bad id is one line on standard error and
+    status 2 at the end; the others are still decoded."""
+    decode = _decoder(args)
+    status = 0
+    for number, text in enumerate(ids_of(args.ids, sys.stdin)):
+        try:
+            data = decode(text)
+        except (ValueError, TypeError, OverflowError) as exc:
+            detail = exc if len(args.ids) == 1 and args.ids != [STDIN] else f"{text!r}: {exc}"
+            print(f"uid-fields: error: {detail}", file=sys.stderr)
+            status = 2
+            continue
+        if args.json:
+            print(json.dumps(data, default=str))
+        else:
+            if number:
+                print()
+            _print_mapping(data)
+    return status
 
 
 def _generate(args: argparse.Namespace) -> list[Any]:
@@ -115,13 +143,24 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--layout", choices=SCHEMES, default="twitter", help="id scheme")
+        p.add_argument(
+            "--layout",
+            choices=SCHEMES,
+            default=DEFAULT_LAYOUT,
+            help=f"id scheme (default: {DEFAULT_LAYOUT})",
+        )
         p.add_argument("--epoch", help="custom epoch: ISO 8601 or Unix ms")
         p.add_argument("--shards", type=int, default=4, help="uniqid: total shards (1..10)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    decode = sub.add_parser("decode", help="print the parts of an id")
-    decode.add_argument("id", help="the id: an integer, or a UUID for --layout locality")
+    decode = sub.add_parser("decode", help="print the parts of ids")
+    decode.add_argument(
+        "ids",
+        nargs="+",
+        metavar="ID",
+        help="an id: an integer, or a UUID for --layout locality; '-' reads ids from "
+        "standard input, separated by whitespace",
+    )
     common(decode)
     generate = sub.add_parser("generate", help="print new ids")
     generate.add_argument("-n", "--count", type=int, default=1, help="how many (default 1)")
@@ -186,30 +225,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "pg-extension":
         return _pg_extension(args)
     try:
+        status = _run(args)
+        sys.stdout.flush()
+    except OSError as exc:  # _run reads nothing but stdin, so this is a failed write
+        failure = output_failure(exc, sys.stdout)
+        if failure.message is not None:
+            print(f"uid-fields: error: {failure.message}", file=sys.stderr)
+        return failure.status
+    return status
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         if args.command == "decode":
-            result: Any = _decode(args)
-        elif args.command == "generate":
-            result = _generate(args)
+            return _decode_each(args)
+        if args.command == "generate":
+            result: Any = _generate(args)
         else:
             result = _inspect(args)
     except (CliError, ValueError, TypeError, OverflowError) as exc:
         print(f"uid-fields: error: {exc}", file=sys.stderr)
         return 2
-    try:
-        if args.json:
-            print(json.dumps(result, default=str))
-        elif isinstance(result, list):
-            for item in result:
-                print(item)
-        else:
-            _print_mapping(result)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader left: later writes (the interpreter's own flush at exit too) go to
-        # /dev/null instead of raising again, as the Python docs advise for SIGPIPE.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return BROKEN_PIPE_STATUS
+    if args.json:
+        print(json.dumps(result, default=str))
+    elif isinstance(result, list):
+        for item in result:
+            print(item)
+    else:
+        _print_mapping(result)
     return 0
 
 

@@ -126,3 +126,51 @@ def test_a_closed_pipe_ends_quietly_with_the_sigpipe_status() -> None:
     assert process.wait(30) == 141
     assert int(first) > 0
     assert err == b""
+
+
+def test_a_full_disk_is_one_line_and_status_1() -> None:
+    """``uid-fields generate > /dev/full``: the write fails with ENOSPC. One line on
+    standard error, as ``seq 10 > /dev/full`` says it, and status 1; no traceback."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "uid_fields", "generate", "-n", "10"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+        )
+    assert done.returncode == 1
+    assert done.stderr == "uid-fields: error: cannot write the output: No space left on device\n"
+
+
+def test_decode_takes_several_ids_and_reads_standard_input() -> None:
+    first, second = (
+        TWITTER.compose(timestamp_ms=TWITTER.epoch_ms + 1000, worker=3),
+        TWITTER.compose(timestamp_ms=TWITTER.epoch_ms + 2000, worker=4),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "uid_fields", "decode", "-", str(second), "--json"],
+        input=f"{first}\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["worker"] for line in done.stdout.splitlines()] == [3, 4]
+
+
+def test_decode_of_several_ids_reports_each_bad_one_and_goes_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    good = TWITTER.compose(timestamp_ms=TWITTER.epoch_ms + 1000, worker=3)
+    code, out, err = run(capsys, "decode", "abc", str(good), "--json")
+    assert code == 2
+    assert json.loads(out)["worker"] == 3
+    assert err.count("\n") == 1 and "'abc'" in err
+
+
+def test_decode_help_shows_the_default_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["decode", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(default: twitter)" in out and "'-'" in out

@@ -20,6 +20,9 @@ import pytest
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 _HEADING = re.compile(r"^(#+) (.*)$")
 _FENCE = re.compile(r"^```(\w*)")
+_BLOCK = re.compile(r"^(`{3,})([^\n]*)\n(.*?)^\1\s*$", re.S | re.M)
+_DJANGO_MODEL = re.compile(r"^class \w+\((models\.)?Model\):", re.M)
+_APP_LABEL = re.compile(r"app_label = [\"'](\w+)[\"']")
 
 
 def quickstart_code(page: Path) -> str:
@@ -50,6 +53,70 @@ def quickstart_code(page: Path) -> str:
                 level = depth
     assert blocks, f"{page.name} has no python blocks in a quickstart section"
     return "\n\n".join(blocks) + "\n"
+
+
+def python_blocks(page: Path) -> list[str]:
+    """Every python block of the page that is not marked ``fragment``, in order."""
+    return [
+        block.group(3)
+        for block in _BLOCK.finditer(page.read_text(encoding="utf-8"))
+        if block.group(2).split()[:1] == ["python"] and "fragment" not in block.group(2)
+    ]
+
+
+def model_pages() -> list[Path]:
+    """The pages whose runnable code defines Django models."""
+    return [
+        page
+        for page in [*sorted(DOCS.rglob("*.md")), DOCS.parent / "README.md"]
+        if any(_DJANGO_MODEL.search(block) for block in python_blocks(page))
+    ]
+
+
+#: Run before a page's code: every app label its models name becomes an installed app
+#: (models of an app that is not installed are invisible to the checks), with its
+#: migrations written under the script's directory.
+_CHECK_PRELUDE = """\
+import django.conf
+from pathlib import Path as _Path
+
+_LABELS = {labels!r}
+(_Path(__file__).parent / "docs_apps.py").write_text(
+    "from django.apps import AppConfig\\n"
+    + "".join(
+        f"class App_{{label}}(AppConfig):\\n    name = 'docs_apps'\\n    label = {{label!r}}\\n"
+        for label in _LABELS
+    )
+)
+(_Path(__file__).parent / "docs_migrations").mkdir()
+(_Path(__file__).parent / "docs_migrations" / "__init__.py").write_text("")
+_configure = django.conf.LazySettings.configure
+
+
+def _with_the_page_apps(self, default_settings=django.conf.global_settings, **options):
+    options["INSTALLED_APPS"] = [
+        *options.get("INSTALLED_APPS", []), *(f"docs_apps.App_{{l}}" for l in _LABELS)
+    ]
+    options["MIGRATION_MODULES"] = {{l: f"docs_migrations.{{l}}" for l in _LABELS}}
+    _configure(self, default_settings, **options)
+
+
+django.conf.LazySettings.configure = _with_the_page_apps
+"""
+
+#: Run after a page's last model: the system checks (``manage.py check`` raises on an
+#: error), then a migration, and ``makemigrations --check``: the fields deconstruct to
+#: what they were built from, so a second run finds nothing to write.
+_CHECK_EPILOGUE = """\
+import importlib
+from django.core.management import call_command
+
+call_command("check", fail_level="ERROR")
+call_command("makemigrations", *_LABELS, verbosity=0)
+importlib.invalidate_caches()
+call_command("makemigrations", *_LABELS, check=True, dry_run=True, verbosity=1)
+print("CHECKED")
+"""
 
 
 def run_script(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -124,3 +191,24 @@ def test_sqlalchemy_quickstart(tmp_path: Path) -> None:
     assert sum(rows(path, "items") for path in files) == 2
     assert sorted(rows(path, "photos") for path in files) == [0, 0, 0, 2]  # one owner, one shard
     assert "shard_0" in result.stdout  # the per-file counts it printed
+
+
+def test_django_model_pages_are_found() -> None:
+    assert DOCS / "quickstart-django.md" in model_pages()
+
+
+@pytest.mark.parametrize("page", model_pages(), ids=lambda page: page.name)
+def test_django_models_of_the_docs_pass_check_and_makemigrations(
+    page: Path, tmp_path: Path
+) -> None:
+    """What the quickstart's schema_editor skips: ``manage.py check`` and
+    ``makemigrations --check`` over the page's models, as a project would run them."""
+    pytest.importorskip("django")
+    blocks = python_blocks(page)
+    last = max(i for i, block in enumerate(blocks) if _DJANGO_MODEL.search(block))
+    code = "\n\n".join(blocks[: last + 1])
+    labels = sorted(set(_APP_LABEL.findall(code)))
+    assert labels, f"{page.name}: its models name no app_label"
+    prelude = _CHECK_PRELUDE.format(labels=labels)
+    result = run_script(prelude + "\n" + code + "\n\n" + _CHECK_EPILOGUE, tmp_path)
+    assert "CHECKED" in result.stdout

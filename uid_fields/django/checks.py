@@ -136,7 +136,8 @@ def check_field(field: UidField) -> list[checks.CheckMessage]:
                 )
             )
     parts = getattr(model, f"{field.name}_parts", None)
-    if parts is not None and getattr(parts, "field", None) is not field:
+    # The field's own attribute (undeclared, or a declared IdParts it bound) is no clash.
+    if parts is not None and parts is not field.parts_attribute:
         errors.append(
             checks.Error(
                 f"{model.__name__}.{field.name}_parts is already defined, so the decoded "

@@ -121,6 +121,9 @@ class UidField(_Field[_ST, _GT]):
 
     kinds: tuple[str, ...] = ()
     default_generator = "default"
+    #: What ``contribute_to_class`` put at ``<name>_parts``: the check E010 tells it
+    #: from an attribute of the model's own that the decoded parts cannot replace.
+    parts_attribute: object = None
 
     def __init__(
         self,
@@ -352,9 +355,11 @@ class UidField(_Field[_ST, _GT]):
         parts_name = f"{name}_parts"
         declared = cls.__dict__.get(parts_name)
         if isinstance(declared, IdParts):  # id_parts = IdParts(SnowflakeParts): bind it
-            setattr(cls, parts_name, declared.bind(self.attname, self._decode_or_none, None))
+            self.parts_attribute = declared.bind(self.attname, self._decode_or_none, None)
+            setattr(cls, parts_name, self.parts_attribute)
         elif parts_name not in cls.__dict__:
-            setattr(cls, parts_name, _PartsDescriptor(self))
+            self.parts_attribute = _PartsDescriptor(self)
+            setattr(cls, parts_name, self.parts_attribute)
         add_public_id(self, cls, name)
         if self.shard_key and not cls._meta.abstract:
             post_init.connect(

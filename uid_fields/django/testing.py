@@ -31,6 +31,8 @@ _INI = "uid_fields_all_databases"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Adds the ini option ``uid_fields_all_databases`` (default true): whether a
+    ``django_db`` test without ``databases=`` may use every database."""
     parser.addini(
         _INI,
         "let @pytest.mark.django_db tests without databases= use every database (shards)",
@@ -40,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Gives each ``django_db`` test without ``databases=`` every database, shards
+    included: a routed query of such a test would otherwise fail on a shard alias."""
     if not config.getini(_INI):
         return
     for item in items:

@@ -32,10 +32,18 @@ def _subcommand(sub: Any, name: str, help: str) -> CommandParser:
 def add_arguments(parser: CommandParser) -> None:
     """Every subcommand of ``manage.py uid_fields`` and its options."""
     sub = parser.add_subparsers(dest="action", required=True)
-    decode = _subcommand(sub, "decode", "print the parts of an id")
-    decode.add_argument("id", help="the id, as an integer, a decimal or a UUID")
+    decode = _subcommand(sub, "decode", "print the parts of ids")
     decode.add_argument(
-        "--generator", help="the generator to read it with (default: every configured one)"
+        "ids",
+        nargs="+",
+        metavar="ID",
+        help="an id, as an integer, a decimal or a UUID; '-' reads ids from standard "
+        "input, separated by whitespace",
+    )
+    decode.add_argument(
+        "--generator",
+        help="the generator of UID_FIELDS['GENERATORS'] to read them with, its layout and "
+        "epoch (default: every configured generator, one reading each)",
     )
     decode.add_argument("--json", action="store_true", help="machine-readable output")
     generate = _subcommand(sub, "generate", "print new ids")

@@ -1,18 +1,28 @@
 """``manage.py uid_fields``: decode, generate, shards, check-db, migrate-all, fixtures, audit,
-move-shards, resolve-prepared."""
+move-shards, resolve-prepared.
+
+Its output follows the standalone ``uid-fields``'s rule (``_internal.commandline``): a
+reader that leaves early ends the command quietly with status 141, a write that fails
+otherwise (a full disk) is a ``CommandError`` of one line and status 1, never a
+traceback. Only writes to ``self.stdout`` count: a fixture file that cannot be read is
+an error of its own.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TextIO, cast
 
 from django.apps import apps
 from django.core import serializers
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import DatabaseError, connections
 
+from ...._internal.commandline import BROKEN_PIPE_STATUS, STDIN, ids_of, output_failure
 from ....ops.move_recovery import early_deploy
 from ....ops.replication import ReplicationError
 from ....sql import installs
@@ -35,8 +45,40 @@ def _progress(done: int, total: int, label: str, width: int = 30) -> str:
     return f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label}"
 
 
+class OutputError(Exception):
+    """A write to the command's standard output failed (``error``): told apart from the
+    other OSErrors of a command, such as a fixture file that cannot be read."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Output(OutputWrapper):
+    """``self.stdout`` whose failed writes are ``OutputError``."""
+
+    def write(  # type: ignore[override]  # OutputWrapper's own signature, as django-stubs
+        self,
+        msg: str = "",
+        style_func: Callable[[str], str] | None = None,
+        ending: str | None = None,
+    ) -> None:
+        try:
+            super().write(msg, style_func, ending)
+        except OSError as exc:
+            raise OutputError(exc) from exc
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as exc:
+            raise OutputError(exc) from exc
+
+
 class Command(BaseCommand):
     help = "Decode and generate ids, show the shard map, verify and migrate shard databases."
+    #: ``call_command(..., stdin=...)``: what ``decode -`` reads instead of sys.stdin.
+    stealth_options = ("stdin",)
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_arguments(parser)
@@ -44,6 +86,20 @@ class Command(BaseCommand):
     verbosity: int = 1
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # The stream Django wrapped (sys.stdout, or call_command's stdout=); the stubs
+        # type OutputWrapper's attributes through its __getattr__.
+        stream = cast(TextIO, self.stdout._out)
+        self.stdout = _Output(stream, ending=self.stdout.ending)
+        try:
+            self._handle(**options)
+            self.stdout.flush()
+        except OutputError as exc:
+            failure = output_failure(exc.error, stream)
+            if failure.status == BROKEN_PIPE_STATUS:
+                raise SystemExit(failure.status) from None  # quiet: the reader left
+            raise CommandError(failure.message, returncode=failure.status) from None
+
+    def _handle(self, **options: Any) -> None:
         for key in ("database", "source", "target"):
             given = options.get(key)
             for alias in given if isinstance(given, list) else [given]:
@@ -64,28 +120,55 @@ class Command(BaseCommand):
         except (LookupError, ValueError, TypeError) as exc:
             raise CommandError(str(exc)) from None
 
-    def do_decode(self, id: str, generator: str | None, json: bool = False, **options: Any) -> None:
-        """One reading with ``--generator``; otherwise every configured generator's, since
-        the same number reads as different times under different layouts and epochs."""
+    def do_decode(
+        self,
+        ids: list[str],
+        generator: str | None,
+        json: bool = False,
+        stdin: IO[str] | None = None,
+        **options: Any,
+    ) -> None:
+        """One reading each with ``--generator``; otherwise every configured generator's,
+        since the same number reads as different times under different layouts and
+        epochs. ``-`` reads ids from standard input; a bad id is reported on standard
+        error and the rest decoded, and the command fails at the end."""
         names = [generator] if generator is not None else sorted(conf.GENERATORS)
+        generators = {name: self._generator(name) for name in names}
+        failed = total = 0
+        for total, id in enumerate(ids_of(ids, stdin or sys.stdin), start=1):
+            try:
+                self._decode_one(id, generators, generator is not None, json, first=total == 1)
+            except CommandError as exc:
+                if len(ids) == 1 and ids != [STDIN]:
+                    raise
+                self.stderr.write(str(exc))
+                failed += 1
+        if failed:
+            raise CommandError(f"{failed} of {total} ids could not be decoded")
+
+    def _decode_one(
+        self, id: str, generators: dict[str, Any], one: bool, json: bool, first: bool
+    ) -> None:
         readings: dict[str, dict[str, Any]] = {}
         failures: dict[str, str] = {}
-        for name in names:
+        for name, gen in generators.items():
             try:
-                readings[name] = self._generator(name).decompose(id).as_dict()
+                readings[name] = gen.decompose(id).as_dict()
             except (TypeError, ValueError, OverflowError) as exc:
                 failures[name] = str(exc)
         if not readings:
             detail = "; ".join(f"{n}: {e}" for n, e in failures.items()) or "no generators"
             raise CommandError(f"cannot decode {id!r}: {detail}")
         if json:
-            self.stdout.write(_json(readings[names[0]] if generator else readings))
+            self.stdout.write(_json(next(iter(readings.values())) if one else readings))
             return
+        if not first:
+            self.stdout.write("")
         for name, data in readings.items():
-            if generator is None:
+            if not one:
                 self.stdout.write(f"generator {name!r}:")
             width = max(len(k) for k in data)
-            indent = "  " if generator is None else ""
+            indent = "" if one else "  "
             for key, value in data.items():
                 self.stdout.write(f"{indent}{key:<{width}}  {value}")
 
@@ -279,8 +362,10 @@ class Command(BaseCommand):
             raise CommandError(f"audit: {error.args[0]}") from None
         for result in (r for model in chosen for r in audit_model(model, samples=samples)):
             total += result.misplaced
-            self.stdout.write(str(result))
-        self.stdout.write(f"{total} misplaced rows" if total else "every row is on its shard")
+            if result.misplaced or self.verbosity >= 1:  # -v 0: only what needs fixing
+                self.stdout.write(str(result))
+        if self.verbosity >= 1:
+            self.stdout.write(f"{total} misplaced rows" if total else "every row is on its shard")
         if total:
             raise CommandError(f"{total} rows are stored off their shard")
 
