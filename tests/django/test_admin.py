@@ -235,7 +235,7 @@ def test_autocomplete_finds_rows_on_every_shard(client: Client) -> None:
 
 def _tickets() -> list[Ticket]:
     """Tickets of workspaces on several shards: reporters and months each on several."""
-    spaces = [Workspace.objects.create(slug=f"space{i}") for i in range(8)]
+    spaces = [Workspace.objects.create(slug=f"space{i}") for i in range(16)]  # >= 3 shards
     assert len({s._state.db for s in spaces}) >= 3
     made = []
     for i, space in enumerate(spaces):

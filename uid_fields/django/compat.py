@@ -26,6 +26,7 @@ from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import BooleanField
+from django.db.models import aggregates as aggregates_module
 from django.db.models import base as model_base
 from django.db.models import query as query_module
 from django.db.models.deletion import Collector, get_candidate_relations_to_delete
@@ -39,6 +40,9 @@ from django.db.models.query import (
 )
 from django.db.models.sql import Query
 from django.db.models.sql.where import WhereNode
+
+#: Django 6.0+ wraps an aggregate's ``filter=`` in an expression of its own (None: 5.2).
+_AggregateFilter: Any = getattr(aggregates_module, "AggregateFilter", None)
 
 __all__ = [
     "PAGES_BUILT_ONCE",
@@ -568,3 +572,18 @@ def converted(expression: Any, value: Any, alias: str) -> Any:
     for converter in converters:
         value = converter(value, expression, connection)
     return value
+
+
+def aggregate_filter(aggregate: Any) -> Any:
+    """The condition of an aggregate's ``filter=`` (None without one). Django 6.0 keeps
+    it wrapped in an ``AggregateFilter`` expression that renders its own ``FILTER (WHERE
+    ...)``: passed on as ``filter=`` it would be wrapped, and rendered, twice."""
+    found = getattr(aggregate, "filter", None)
+    if _AggregateFilter is not None and isinstance(found, _AggregateFilter):
+        return found.condition
+    return found
+
+
+def aggregate_argument(aggregate: Any) -> Any:
+    """An aggregate's (first) argument: its first source expression in every Django."""
+    return aggregate.get_source_expressions()[0]

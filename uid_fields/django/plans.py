@@ -46,6 +46,8 @@ from .compat import (
     ModelIterable,
     NamedValuesListIterable,
     ValuesIterable,
+    aggregate_argument,
+    aggregate_filter,
     all_annotations,
     base_alias,
     converted,
@@ -143,7 +145,7 @@ def _entry(name: str, expression: Any, hidden: bool = False) -> tuple[_Entry, li
         return _Entry(name, expression, why, hidden), [why]
     kind = _kind(expression)
     refused = []
-    source = expression.get_source_expressions()[0]
+    source = aggregate_argument(expression)
     if kind in ("min", "max") and _is_text(source):
         refused.append(f"{kind}() of text ({name}), compared in the database's collation")
     return _Entry(name, expression, kind, hidden), refused
@@ -219,7 +221,7 @@ def _text_source(qs: ShardedQuerySet[Any], entry: _Entry) -> Any:
         except Exception:
             return None
     if entry.aggregate is not None:
-        return entry.expression.get_source_expressions()[0]
+        return aggregate_argument(entry.expression)
     return entry.expression
 
 
@@ -368,17 +370,17 @@ def _partial(expression: Any, role: str) -> Any:
     """The aggregate each shard computes for ``role`` of an output."""
     if role == _kind(expression):
         return expression
-    source = expression.get_source_expressions()[0]
     made = {"sum": Sum, "count": Count}[role]
-    return made(source, filter=expression.filter)
+    return made(aggregate_argument(expression), filter=aggregate_filter(expression))
 
 
 def _argument(expression: Any) -> Any:
     """The argument of a DISTINCT aggregate, NULL where its filter rejects the row."""
-    source = expression.get_source_expressions()[0]
-    if expression.filter is None:
+    source = aggregate_argument(expression)
+    condition = aggregate_filter(expression)
+    if condition is None:
         return source
-    return Case(When(expression.filter, then=source), output_field=source.output_field)
+    return Case(When(condition, then=source), output_field=source.output_field)
 
 
 class _Run:
