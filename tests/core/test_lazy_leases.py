@@ -10,6 +10,7 @@ coordinator is up.
 
 from __future__ import annotations
 
+import os
 import socket
 import sqlite3
 import uuid
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests import services
+from tests.core.test_fork import run_in_children
 from tests.redis_servers import RedisServer, free_port, key_prefix
 from uid_fields import (
     TWITTER,
@@ -173,4 +175,28 @@ def test_a_lease_on_a_live_redis_claims_at_the_first_id() -> None:
         assert lease.claims == 0
         gen.next_id()
         assert lease.claims == 1 and lease.value == gen.node["worker"]
+        lease.release()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_generator_built_before_a_fork_claims_in_each_child_only() -> None:
+    """gunicorn --preload: the master imports the models (builds the generators) and
+    forks; the master never claims, each worker claims an id of its own at its first id."""
+    with key_prefix() as prefix:
+        lease = RedisLease(services.REDIS_URL, "preload", ttl=5, prefix=prefix)
+        gen = SnowflakeGenerator(TWITTER, worker=lease)
+
+        def child() -> dict[str, object]:
+            ids = gen.next_ids(1000)
+            return {"worker": gen.node["worker"], "ids": ids, "claims": lease.claims}
+
+        results = run_in_children(3, child)
+        assert all("error" not in r for r in results), results
+        oks = [r["ok"] for r in results]  # type: ignore[index]
+        assert sorted(o["worker"] for o in oks) == [0, 1, 2]
+        assert all(o["claims"] == 1 for o in oks)
+        ids = [i for o in oks for i in o["ids"]]
+        assert len(set(ids)) == len(ids) == 3000
+        assert lease.claims == 0 and lease.value is None  # the parent claimed nothing
+        assert gen.next_id() > 0 and lease.value == 3  # workers 0..2 are the children's
         lease.release()

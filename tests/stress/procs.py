@@ -177,6 +177,7 @@ def lease_loss_worker(
             unavailable += 1
             time.sleep(0.1)
     goal = count if group == "during" else None
+    running = False
     began = time.monotonic()
     while goal is None or len(ids) < goal:
         if goal is None and os.path.exists(restored):
@@ -190,8 +191,9 @@ def lease_loss_worker(
             lost += 1
             time.sleep(0.01)
             continue
-        if len(ids) <= 1000:
+        if not running:  # after the first batch
             open(out + ".running", "w").close()
+            running = True
     with open(out, "wb") as file:
         ids.tofile(file)
     result = {

@@ -526,10 +526,10 @@ class DecimalGenerator(_BlockGenerator):
         self._server_source = server
         # A lease is claimed at the first id (see the module doc): until then the server
         # digit is unknown, and no block is made before the fence check claims it.
-        self._unclaimed = isinstance(server, Lease)
-        if self._unclaimed:
-            assert isinstance(server, Lease)
+        self._unclaimed = False
+        if isinstance(server, Lease):
             server.bind("server", layout.max_server)
+            self._unclaimed = True
             self._server = 0
         else:
             self._server = resolve_node(
