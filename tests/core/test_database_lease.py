@@ -58,7 +58,7 @@ def test_renewal_moves_the_expiry_forward(db: Database) -> None:
     """The real-time end-to-end test of database renewals (the others run on a manual
     clock): the renewal thread, on its own, moves the row's expiry forward."""
     lease = db.lease("renew", ttl=3)
-    SnowflakeGenerator(TWITTER, worker=lease)
+    SnowflakeGenerator(TWITTER, worker=lease).next_id()
     first = rows(db, "renew")[0][1]
     deadline = time.monotonic() + 3 * 0.75  # the fencing deadline: renewed before it
     while rows(db, "renew")[0][1] <= first:
@@ -71,7 +71,7 @@ def test_renewal_moves_the_expiry_forward(db: Database) -> None:
 def test_renewals_on_a_manual_clock_keep_the_row_for_many_ttls(db: Database) -> None:
     clock = ManualMonotonicClock()
     lease = db.lease("renew", ttl=5, clock=clock)
-    SnowflakeGenerator(TWITTER, worker=lease)
+    SnowflakeGenerator(TWITTER, worker=lease).next_id()
     now_ms = int(time.time() * 1000)
     db.execute(  # as if the last renewal was long ago
         f"UPDATE {db.table} SET expires_ms = %s WHERE name = %s AND node = 0",
@@ -102,7 +102,7 @@ def test_an_expired_holder_is_replaced(db: Database) -> None:
     lease = db.lease("crash")
     assert SnowflakeGenerator(SMALL, worker=lease).node["worker"] == 1
     with pytest.raises(WorkerIdsExhaustedError):
-        SnowflakeGenerator(SMALL, worker=db.lease("crash"))
+        SnowflakeGenerator(SMALL, worker=db.lease("crash")).next_id()
     lease.release()
     first.release()
 
@@ -110,9 +110,9 @@ def test_an_expired_holder_is_replaced(db: Database) -> None:
 def test_a_full_range_is_a_clear_error_with_the_count(db: Database) -> None:
     leases = [db.lease("full") for _ in range(4)]
     for lease in leases:
-        SnowflakeGenerator(SMALL, worker=lease)
+        SnowflakeGenerator(SMALL, worker=lease).next_id()
     with pytest.raises(WorkerIdsExhaustedError) as caught:
-        SnowflakeGenerator(SMALL, worker=db.lease("full"))
+        SnowflakeGenerator(SMALL, worker=db.lease("full")).next_id()
     assert caught.value.count == 4 and "all 4 worker ids" in str(caught.value)
     for lease in leases:
         lease.release()
@@ -122,6 +122,7 @@ def test_a_stolen_row_is_detected_fenced_and_replaced(db: Database) -> None:
     clock = ManualMonotonicClock()
     lease = db.lease("steal", ttl=0.6, clock=clock)
     gen = SnowflakeGenerator(TWITTER, worker=lease)
+    gen.next_id()  # claims worker 0 (the claim is at the first id)
     db.execute(
         f"UPDATE {db.table} SET token = %s WHERE name = %s AND node = 0",
         ("another holder", "steal"),
@@ -171,7 +172,7 @@ def test_postgres_through_a_sqlalchemy_engine() -> None:
 def test_unreachable_database_is_a_clear_error() -> None:
     url = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
     with pytest.raises(CoordinatorUnavailableError) as caught:
-        SnowflakeGenerator(TWITTER, worker=DatabaseLease(url, "orders"))
+        SnowflakeGenerator(TWITTER, worker=DatabaseLease(url, "orders")).next_id()
     message = str(caught.value)
     assert f"127.0.0.1:{url.split(':')[2].split('/')[0]}" in message
     assert "migrate" in message and "FromEnv" in message
@@ -179,4 +180,5 @@ def test_unreachable_database_is_a_clear_error() -> None:
 
 def test_missing_table_says_how_to_make_it(tmp_path: Path) -> None:
     with pytest.raises(CoordinatorUnavailableError, match="create_table"):
-        SnowflakeGenerator(TWITTER, worker=DatabaseLease(f"sqlite:///{tmp_path}/x.db", "o"))
+        lease = DatabaseLease(f"sqlite:///{tmp_path}/x.db", "o")
+        SnowflakeGenerator(TWITTER, worker=lease).next_id()

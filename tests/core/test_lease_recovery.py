@@ -33,7 +33,7 @@ class Issuer:
     def __init__(self, lease: Lease) -> None:
         self.lease = lease
         self.gen = SnowflakeGenerator(TWITTER, datacenter=3, worker=lease)
-        self.ids: list[int] = []
+        self.ids: list[int] = [self.gen.next_id()]  # claims (at the first id), in order
         self.fenced = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -116,7 +116,7 @@ def test_a_redis_restarted_empty_gives_no_live_id_away(tmp_path: Path) -> None:
 def test_a_new_table_needs_no_quarantine(db: Database) -> None:
     lease = db.lease("fresh", ttl=TTL, margin=MARGIN)
     started = time.monotonic()
-    SnowflakeGenerator(TWITTER, worker=lease)
+    SnowflakeGenerator(TWITTER, worker=lease).next_id()
     assert lease.quarantines == 0 and time.monotonic() - started < QUARANTINE
     lease.release()
 

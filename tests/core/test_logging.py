@@ -65,8 +65,8 @@ def test_a_claim_is_info_with_the_node_id_and_a_release_too(
 ) -> None:
     first = RedisLease(services.REDIS_URL, "logged", ttl=5, prefix=prefix)
     second = RedisLease(services.REDIS_URL, "logged", ttl=5, prefix=prefix)
-    SnowflakeGenerator(TWITTER, worker=first)
-    SnowflakeGenerator(TWITTER, worker=second)
+    SnowflakeGenerator(TWITTER, worker=first).next_id()
+    SnowflakeGenerator(TWITTER, worker=second).next_id()
     assert levels(caplog, "uid_fields.leases", r"'logged' on Redis .*\(worker 0\): claimed") == [
         "INFO"
     ]
@@ -83,7 +83,7 @@ def test_the_quarantine_wait_of_a_first_id_is_a_warning_with_the_wait(
     clock = ManualMonotonicClock()
     with redis_server(tmp_path) as server:  # just started: its state is younger than ttl
         lease = RedisLease(server.url, "young", ttl=2, margin=0.5, clock=clock)
-        SnowflakeGenerator(TWITTER, worker=lease)
+        SnowflakeGenerator(TWITTER, worker=lease).next_id()
         waited = clock.now() - 1000.0
         warnings = [m for level, m in events(caplog, "uid_fields.leases") if level == "WARNING"]
         assert len(warnings) == 1 and "(worker 0): the first id waits" in warnings[0]
@@ -102,6 +102,7 @@ def test_each_failed_renewal_is_a_warning_and_the_lost_lease_an_error(
         time.sleep(0.01)
         lease = RedisLease(server.url, "flaky", ttl=0.6, margin=0.15, clock=clock)
         gen = SnowflakeGenerator(TWITTER, worker=lease, clock=ManualClock())
+        gen.next_id()  # claims (at the first id)
         caplog.clear()
         server.pause()  # renewals time out from now on
         clock.advance(0.4)  # two renewals fail; 0.45 s after the claim is its deadline
@@ -122,12 +123,40 @@ def test_each_failed_renewal_is_a_warning_and_the_lost_lease_an_error(
         lease.release()
 
 
+def test_a_lease_that_cannot_claim_warns_with_its_advice_once_then_once_an_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The renewer retries a claim every ttl / 6; the WARNING says so with the whole
+    advice once, then at most once per ``CLAIM_WARNING_INTERVAL_S`` (60 s on the lease's
+    clock), short, with the count of attempts that failed in between."""
+    clock = ManualMonotonicClock()
+    lease = RedisLease(f"redis://127.0.0.1:{free_port()}/0", "down", ttl=30, clock=clock)
+    gen = SnowflakeGenerator(TWITTER, worker=lease, clock=ManualClock())
+    with pytest.raises(CoordinatorUnavailableError, match="FromEnv"):
+        gen.next_id()  # the caller of the first id gets the whole error; the renewer retries
+    assert not levels(caplog, "uid_fields.leases", "cannot claim an id")
+    for _ in range(26):  # 130 s on the lease's clock: 25 failed claims in the renewer
+        clock.advance(5)
+    warned = [(level, m) for level, m in events(caplog, "uid_fields.leases") if "cannot claim" in m]
+    assert {level for level, _ in warned} == {"WARNING"}
+    assert 2 <= len(warned) <= 3  # at 10 s, then 60 s apart at most (not one per retry)
+    first, *later = [m for _, m in warned]
+    assert "FromEnv" in first and "Connection refused" in first  # the advice, once
+    for message in later:
+        assert "FromEnv" not in message and len(message) < 300
+        assert "Connection refused" in message
+        assert re.search(r"\b1[0-2] more attempts failed in the last 6\d s", message)
+    with pytest.raises(CoordinatorUnavailableError):
+        gen.next_id()
+    lease.release()
+
+
 def test_a_stolen_database_lease_is_an_error_then_a_fresh_claim(
     db: Database, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = ManualMonotonicClock()
     lease = db.lease("stolen", ttl=0.6, clock=clock)
-    SnowflakeGenerator(TWITTER, worker=lease)
+    SnowflakeGenerator(TWITTER, worker=lease).next_id()
     db.execute(
         f"UPDATE {db.table} SET token = %s WHERE name = %s AND node = 0", ("thief", "stolen")
     )
@@ -144,7 +173,7 @@ def test_a_quarantined_re_claim_is_a_warning(
     quarantined, and the log says the ids stay stopped, and for how long."""
     clock = ManualMonotonicClock()
     lease = db.lease("wiped", ttl=2, margin=0.5, clock=clock)
-    SnowflakeGenerator(TWITTER, worker=lease)
+    SnowflakeGenerator(TWITTER, worker=lease).next_id()
     db.execute(f"DELETE FROM {db.table}", ())  # the state marker too
     clock.advance(0.7)  # the renewal re-takes its id: no loss
     assert not levels(caplog, "uid_fields.leases", "lost")

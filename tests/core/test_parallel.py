@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -9,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from uid_fields.errors import FanOutTimeoutError
-from uid_fields.ops import parallel
+from uid_fields.ops import async_parallel, parallel
 
 
 @pytest.fixture(autouse=True)
@@ -115,6 +117,63 @@ def test_a_call_past_the_deadline_is_interrupted_and_named() -> None:
         )
     assert raised.value.shards == ["shard_2"]
     assert released.is_set() and time.monotonic() - started < 5
+
+
+def test_a_fan_out_timeout_is_one_warning_naming_the_late_shards(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A hung shard is what an operator must hear about: one WARNING on uid_fields.fanout
+    names each shard that did not answer, and the interrupted call's own error (a socket
+    the fan-out shut) is not logged as a failure of its own."""
+    caplog.set_level(logging.DEBUG, logger="uid_fields")
+    released = threading.Event()
+    hung = threading.Event()
+
+    def cut() -> str:
+        parallel.on_timeout(released.set)  # what a driver's socket shutdown does
+        released.wait(30)
+        raise ConnectionError("socket shut down")
+
+    def frozen() -> str:  # registers no interrupt: still running after the deadline
+        hung.wait(30)
+        return "late"
+
+    try:
+        with pytest.raises(FanOutTimeoutError):
+            parallel.run_per_shard(
+                [lambda: "a", cut, frozen], names=["shard_1", "shard_2", "shard_3"], timeout=0.3
+            )
+    finally:
+        hung.set()
+    records = [r for r in caplog.records if r.name == "uid_fields.fanout"]
+    assert [r.levelname for r in records] == ["WARNING"]
+    message = records[0].getMessage()
+    assert "shard_2" in message and "shard_3" in message and "shard_1" not in message
+    assert "0.3 s" in message
+
+
+def test_an_async_fan_out_timeout_is_one_warning_naming_the_late_shard(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="uid_fields")
+
+    async def fast() -> str:
+        return "a"
+
+    async def stuck() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    async def main() -> None:
+        with pytest.raises(FanOutTimeoutError):
+            await async_parallel.run_per_shard(
+                [fast, stuck], names=["shard_1", "shard_2"], timeout=0.2
+            )
+
+    asyncio.run(main())
+    records = [r for r in caplog.records if r.name == "uid_fields.fanout"]
+    assert [r.levelname for r in records] == ["WARNING"]
+    assert "shard_2" in records[0].getMessage() and "shard_1" not in records[0].getMessage()
 
 
 def test_a_hung_shard_does_not_starve_fan_outs_to_the_others() -> None:

@@ -71,7 +71,7 @@ def test_the_key_is_renewed_before_it_expires(prefix: str) -> None:
     """The real-time end-to-end test of Redis renewals (the others run on a manual clock):
     the renewal thread, on its own, extends the key before it could expire."""
     lease = RedisLease(URL, "renew", ttl=3, prefix=prefix)
-    SnowflakeGenerator(TWITTER, worker=lease)
+    SnowflakeGenerator(TWITTER, worker=lease).next_id()
     client = services.redis_client()
     claimed = time.monotonic()
     assert 0 < client.pttl(lease.key(0)) <= 3000
@@ -89,7 +89,7 @@ def test_the_key_is_renewed_before_it_expires(prefix: str) -> None:
 def test_renewals_on_a_manual_clock_keep_the_key_for_many_ttls(prefix: str) -> None:
     clock = ManualMonotonicClock()
     lease = RedisLease(URL, "renew", ttl=5, prefix=prefix, clock=clock)
-    SnowflakeGenerator(TWITTER, worker=lease)
+    SnowflakeGenerator(TWITTER, worker=lease).next_id()
     client = services.redis_client()
     client.pexpire(lease.key(0), 1000)  # as if the last renewal was long ago
     clock.advance(5 / 3)  # one renewal pause
@@ -140,7 +140,7 @@ def test_a_full_range_is_a_clear_error_with_the_count(prefix: str) -> None:
         3,
     ]
     with pytest.raises(WorkerIdsExhaustedError) as caught:
-        SnowflakeGenerator(SMALL, worker=RedisLease(URL, "full", ttl=5, prefix=prefix))
+        SnowflakeGenerator(SMALL, worker=RedisLease(URL, "full", ttl=5, prefix=prefix)).next_id()
     assert caught.value.count == 4
     assert "all 4 worker ids (0..3)" in str(caught.value)
     for lease in leases:
@@ -150,7 +150,7 @@ def test_a_full_range_is_a_clear_error_with_the_count(prefix: str) -> None:
 def test_unreachable_redis_names_the_url_and_the_fallbacks() -> None:
     url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"
     with pytest.raises(CoordinatorUnavailableError) as caught:
-        SnowflakeGenerator(TWITTER, worker=RedisLease(url, "orders"))
+        SnowflakeGenerator(TWITTER, worker=RedisLease(url, "orders")).next_id()
     message = str(caught.value)
     assert f"127.0.0.1:{url.rsplit(':', 1)[1]}" in message
     assert "s3cret" not in message

@@ -153,7 +153,7 @@ def lease_loss_worker(
     ``group="before"``: claim at once and make ids (paced) across the fault until the
     coordinator is back (the file ``<signals>/restored``), then ``count`` more.
     ``group="during"``: wait for the fault (``<signals>/faulted``) and ``stagger`` seconds,
-    claim (retrying while the coordinator is down, as an application's start would),
+    claim at the first id (retrying while the coordinator is down, as an application would),
     then make ``count`` ids. ``<out>.running`` appears after the first batch; every error
     the application would see is counted; the ids go to ``out`` (int64, native order)."""
     faulted, restored = os.path.join(signals, "faulted"), os.path.join(signals, "restored")
@@ -162,19 +162,22 @@ def lease_loss_worker(
             time.sleep(0.01)
         time.sleep(stagger)
     unavailable = lost = 0
-    while True:  # an application retrying its start while the coordinator is down
+    if kind == "redis":
+        lease: Any = RedisLease(target, name, ttl=LOSS_TTL, margin=LOSS_MARGIN)
+    else:
+        lease = DatabaseLease(target, name, ttl=LOSS_TTL, margin=LOSS_MARGIN, table=table)
+    # Built without the coordinator: the lease claims at the first id.
+    gen = SnowflakeGenerator(TWITTER, datacenter=2, worker=lease)
+    ids = array("q")
+    while True:  # an application retrying its first id while the coordinator is down
         try:
-            if kind == "redis":
-                lease: Any = RedisLease(target, name, ttl=LOSS_TTL, margin=LOSS_MARGIN)
-            else:
-                lease = DatabaseLease(target, name, ttl=LOSS_TTL, margin=LOSS_MARGIN, table=table)
-            gen = SnowflakeGenerator(TWITTER, datacenter=2, worker=lease)
+            ids.append(gen.next_id())
             break
         except CoordinatorUnavailableError:
             unavailable += 1
             time.sleep(0.1)
-    ids = array("q")
     goal = count if group == "during" else None
+    running = False
     began = time.monotonic()
     while goal is None or len(ids) < goal:
         if goal is None and os.path.exists(restored):
@@ -188,8 +191,9 @@ def lease_loss_worker(
             lost += 1
             time.sleep(0.01)
             continue
-        if len(ids) <= 1000:
+        if not running:  # after the first batch
             open(out + ".running", "w").close()
+            running = True
     with open(out, "wb") as file:
         ids.tofile(file)
     result = {

@@ -62,8 +62,11 @@ def build_generator(
 ) -> Generator:
     """The generator a ``GENERATORS`` entry describes.
 
-    ``ConfigurationError`` names every wrong key. Making the generator claims its
-    leases: call this once per name and process (``UidConfig`` and Django do).
+    ``ConfigurationError`` names every wrong key. Making the generator connects to
+    nothing: its leases claim at its first id, so settings build where Redis or the
+    lease table is not there yet (a build step). Each build makes new leases, which each
+    claim an id of their own: call this once per name and process (``UidConfig`` and
+    Django do).
     """
     problems = generator_problems(name, config, database_leases=database_lease is not None)
     if problems:

@@ -12,6 +12,12 @@ deadline, a safety margin before it can expire and be claimed elsewhere; after t
 deadline the lock-free fast path can still hand out ids of the time unit that had
 already started (at most one unit, e.g. 1 ms), and nothing later. Lease margins are
 chosen far larger than a time unit (see ``uid_fields.workers``).
+
+A leased node value is claimed at the generator's first id (or when ``node`` is read),
+never while the generator is built: building one does no I/O, so a module that builds
+generators at import time imports where the coordinator is down or its lease table is
+not made yet (a build step). The first id then raises ``CoordinatorUnavailableError``
+if the claim fails, and waits out a quarantine if the coordinator just lost its state.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from .._internal.timeutil import format_ms
 from ..clock import Clock, system_clock
 from ..errors import ClockMovedBackwardsError, ForkedGeneratorError, LayoutExhaustedError
 from .layouts import DecimalLayout, DecimalParts, IntLayout, SnowflakeLayout, SnowflakeParts
+from .leases import Lease
 from .nodes import FencedSource, NodeValue, resolve_node
 from .sequences import SequenceSource
 
@@ -255,33 +262,56 @@ class SnowflakeGenerator(_BlockGenerator):
         self._sequence = sequence
         self._full_unit = -1
         self._sources = dict(fields)
-        self.node = self._resolve_node(layout)
+        self._node = self._resolve_node(layout, claim=False)
         super().__init__(layout, clock=clock, max_backward_ms=max_backward_ms, on_fork=on_fork)
 
-    def _resolve_node(self, layout: SnowflakeLayout) -> dict[str, int]:
-        node = {
-            name: resolve_node(source, field=name, bits=layout.field_bits(name))
-            for name, source in self._sources.items()
-        }
+    @property
+    def node(self) -> dict[str, int]:
+        """The node field values of this generator's ids; reading it claims a leased
+        value not claimed yet, as the first id would (``CoordinatorUnavailableError``
+        when the coordinator cannot answer)."""
+        if self._unclaimed:
+            with self._lock:
+                if self._unclaimed:
+                    self._check_fence_locked()
+        return self._node
+
+    def _resolve_node(self, layout: SnowflakeLayout, *, claim: bool = True) -> dict[str, int]:
+        """The node values, each range-checked; without ``claim``, leases are only bound
+        (no I/O) and their values left out until the first id claims them."""
+        node: dict[str, int] = {}
+        unclaimed: list[str] = []
+        for name, source in self._sources.items():
+            bits = layout.field_bits(name)
+            if not claim and isinstance(source, Lease):
+                source.bind(name, (1 << bits) - 1)
+                unclaimed.append(name)
+            else:
+                node[name] = resolve_node(source, field=name, bits=bits)
+        self._unclaimed = tuple(unclaimed)
+        # Unclaimed fields are 0 here, never used: a fenced generator checks its leases
+        # (and claims) before it makes the block of any time unit.
         self._node_bits = layout.node_bits(node)
         self._span = (layout.max_sequence + 1) << layout.sequence_shift  # one unit's ids
         self._fenced = tuple(
             (name, s) for name, s in self._sources.items() if isinstance(s, FencedSource)
         )
-        self._leased = {name: node[name] for name, _ in self._fenced}
+        self._leased = {name: node[name] for name, _ in self._fenced if name in node}
         self._space = (
             f"{layout.epoch_ms}:{layout.time_shift}:{layout.sequence_shift}:{self._node_bits}"
         )
         return node
 
     def _reresolve_node(self) -> None:
-        self.node = self._resolve_node(self.layout)
+        self._node = self._resolve_node(self.layout)
 
     def _refresh_node_after_fork(self) -> bool:
         # One per-process source (a lease) makes the whole node unique per process.
         if any(getattr(s, "per_process", False) for s in self._sources.values()):
             try:
-                self.node = self._resolve_node(self.layout)
+                # A parent that never claimed leaves the claim to the child's first id,
+                # as it was left to the parent's: a fork does no I/O for it either.
+                self._node = self._resolve_node(self.layout, claim=not self._unclaimed)
             except Exception:
                 if not self._fenced:
                     return False
@@ -315,7 +345,9 @@ class SnowflakeGenerator(_BlockGenerator):
         return self.layout.decompose(value)
 
     def __repr__(self) -> str:
-        node = ", ".join(f"{k}={v}" for k, v in self.node.items())
+        # Never claims: a repr in a log line or a traceback must not do I/O.
+        values: dict[str, object] = {**self._node, **{k: "?" for k in self._unclaimed}}
+        node = ", ".join(f"{k}={values[k]}" for k in self._sources if k in values)
         name = self.layout.name or "custom"
         return f"<SnowflakeGenerator {name}{' ' + node if node else ''}>"
 
@@ -492,12 +524,32 @@ class DecimalGenerator(_BlockGenerator):
         if not isinstance(layout, DecimalLayout):
             raise TypeError(f"layout must be a DecimalLayout, got {layout!r}")
         self._server_source = server
-        self.server = resolve_node(server, field="server", bits=None, maximum=layout.max_server)
+        # A lease is claimed at the first id (see the module doc): until then the server
+        # digit is unknown, and no block is made before the fence check claims it.
+        self._unclaimed = False
+        if isinstance(server, Lease):
+            server.bind("server", layout.max_server)
+            self._unclaimed = True
+            self._server = 0
+        else:
+            self._server = resolve_node(
+                server, field="server", bits=None, maximum=layout.max_server
+            )
         if isinstance(server, FencedSource):
             self._fenced = (("server", server),)
-            self._leased = {"server": self.server}
+            self._leased = {} if self._unclaimed else {"server": self._server}
         self._random = random.Random()
         super().__init__(layout, clock=clock, max_backward_ms=max_backward_ms, on_fork=on_fork)
+
+    @property
+    def server(self) -> int:
+        """The server digit of this generator's ids (reading it claims a lease not
+        claimed yet, as the first id would)."""
+        if self._unclaimed:
+            with self._lock:
+                if self._unclaimed:
+                    self._check_fence_locked()
+        return self._server
 
     @property
     def node(self) -> Mapping[str, int]:
@@ -507,6 +559,8 @@ class DecimalGenerator(_BlockGenerator):
         self._random = random.Random()
         if not getattr(self._server_source, "per_process", False):
             return False
+        if self._unclaimed:
+            return True  # the child's first id claims, as the parent's would have
         try:
             self._reresolve_node()
         except Exception:
@@ -514,17 +568,18 @@ class DecimalGenerator(_BlockGenerator):
         return True
 
     def _reresolve_node(self) -> None:
-        self.server = resolve_node(
+        self._server = resolve_node(
             self._server_source, field="server", bits=None, maximum=self.layout.max_server
         )
+        self._unclaimed = False
         if self._fenced:
-            self._leased = {"server": self.server}
+            self._leased = {"server": self._server}
 
     def _block(self, unit: int) -> range:
         layout = self.layout
         # Start in the lower half so every unit still has room for many ids.
         first = self._random.randrange((layout.max_random + 1) // 2 or 1)
-        base = unit * layout.time_scale + self.server
+        base = unit * layout.time_scale + self._server
         return range(
             base + first * layout.server_scale,
             base + (layout.max_random + 1) * layout.server_scale,
@@ -535,4 +590,5 @@ class DecimalGenerator(_BlockGenerator):
         return self.layout.decompose(value)
 
     def __repr__(self) -> str:
-        return f"<DecimalGenerator {self.layout.name or 'custom'} server={self.server}>"
+        server = "?" if self._unclaimed else self._server  # never claims (see SnowflakeGenerator)
+        return f"<DecimalGenerator {self.layout.name or 'custom'} server={server}>"

@@ -12,7 +12,8 @@ gathered. The rules are those of the threads:
   and the connection is discarded), then cancelled if it still has not returned.
 - Every task is waited for before the first error (in shard order) is raised, so no
   query is left running behind an exception. A task that fails is logged on
-  ``uid_fields.fanout`` (WARNING, naming its shard).
+  ``uid_fields.fanout`` (WARNING, naming its shard); a deadline that passes is one
+  WARNING naming the shards that did not answer.
 
 The hooks live in a context variable: each asyncio task runs in a copy of the caller's
 context, so a hook registered by one shard's query belongs to that shard's task only.
@@ -112,12 +113,16 @@ async def run_per_shard(
         for task in pending - stuck:
             with suppress(BaseException):
                 task.result()  # retrieved: an interrupted read's error is expected
-        raise FanOutTimeoutError(
+        error = FanOutTimeoutError(
             f"no answer within {timeout:g} s from {', '.join(sorted(set(late)))}: the "
             "fan-out gave up on them (their connections are discarded); raise "
             "FAN_OUT_TIMEOUT / fan_out_timeout= for slow queries",
             shards=sorted(set(late)),
         )
+        # A hung shard raises nothing of its own: without this line the log, which
+        # names every shard that failed, would not name the one that hangs.
+        log.warning("fan-out: %s", error)
+        raise error
     return [task.result() for task in tasks]
 
 

@@ -30,6 +30,8 @@ this module only runs the calls:
 
 A call that fails is logged on ``uid_fields.fanout`` (WARNING, naming its shard) before
 the error goes up: a fan-out's exception names one shard, the log each one that failed.
+A deadline that passes is one WARNING naming every shard that did not answer (the calls
+it cut are not logged as failures too): a hung shard raises nothing of its own.
 """
 
 from __future__ import annotations
@@ -412,12 +414,16 @@ def run_per_shard(
                 if not pool.cancel(task):  # running: cut its connection
                     task.interrupt()
         wait(pending, timeout=1.0)  # interrupted calls return with an error at once
-        raise FanOutTimeoutError(
+        error = FanOutTimeoutError(
             f"no answer within {timeout:g} s from {', '.join(sorted(set(late)))}: the "
             "fan-out gave up on them (their connections are discarded); raise "
             "FAN_OUT_TIMEOUT / fan_out_timeout= for slow queries",
             shards=sorted(set(late)),
         )
+        # A hung shard raises nothing of its own: without this line the log, which
+        # names every shard that failed, would not name the one that hangs.
+        log.warning("fan-out: %s", error)
+        raise error
     return [future.result() for future in futures]  # type: ignore[misc]
 
 
@@ -426,7 +432,10 @@ def _logged(call: Callable[[], T], name: str) -> Callable[[], T]:
         try:
             return call()
         except Exception as exc:
-            log.warning("fan-out: the query on %s failed (%s: %s)", name, type(exc).__name__, exc)
+            if not timed_out():  # cut by its fan-out's deadline: that names it already
+                log.warning(
+                    "fan-out: the query on %s failed (%s: %s)", name, type(exc).__name__, exc
+                )
             raise
 
     return run

@@ -1,6 +1,8 @@
 """The lease state machine that every coordinator shares: claim, renew, fence, release.
 
-A lease claims the lowest free id of a node field's range for ``ttl`` seconds, renews it
+A lease claims the lowest free id of a node field's range for ``ttl`` seconds at its
+generator's first id (a generator only ``bind``s it when built, with no I/O, so that
+building one never waits on or fails for the coordinator), renews it from then on
 every ``ttl / 3`` in a daemon thread with a compare-and-renew, and releases it at exit or
 when garbage collected. It fences: each lease has a local deadline, ``ttl - margin``
 after the start of its last successful claim or renewal (measured on this host's
@@ -36,7 +38,9 @@ waits all read it, so tests run them on a manual clock against the real coordina
 
 Every event an operator acts on is logged on ``uid_fields.leases`` (see docs/logging.md):
 a claim (INFO, with the id), a quarantine (WARNING, with the wait), a renewal that failed
-(WARNING, each time, with the time left), a lost id (ERROR), a release (INFO).
+(WARNING, each time, with the time left), a lost id (ERROR), a re-claim that fails
+(WARNING, the advice once, then at most once per ``CLAIM_WARNING_INTERVAL_S``), a
+release (INFO).
 """
 
 from __future__ import annotations
@@ -53,11 +57,13 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from ..._internal import forks
+from ..._internal.redact import redact
 from ..._internal.validate import shown
 from ...clock import MonotonicClock
 from ...errors import CoordinatorUnavailableError, LeaseLostError, WorkerIdsExhaustedError
 
 __all__ = [
+    "CLAIM_WARNING_INTERVAL_S",
     "FALLBACKS",
     "QUARANTINED",
     "Claimed",
@@ -73,6 +79,10 @@ log = logging.getLogger("uid_fields.leases")
 QUARANTINED = "q:"
 
 _SYSTEM_CLOCK = MonotonicClock()
+
+#: A lease that cannot claim an id logs it at most once per this many seconds (on the
+#: lease's clock), the advice only in the first warning of a run of failures.
+CLAIM_WARNING_INTERVAL_S = 60.0
 
 _QUARANTINE_WHY = (
     "the coordinator lost its lease records less than ttl + margin ago (restarted empty, "
@@ -180,6 +190,9 @@ class LeaseState:
         self.pid = os.getpid()
         self.io_lock = threading.Lock()
         self.held: Held | None = None
+        #: Whether an id was ever handed to a generator in this process: until then
+        #: ``current`` claims in the caller (see ``bind``).
+        self.started = False
         self.field: str | None = None
         self.maximum: int | None = None
         self.stop = threading.Event()
@@ -190,6 +203,9 @@ class LeaseState:
         self.quarantines = 0
         self.lost_reason = ""
         self.last_error: BaseException | None = None
+        #: When the renewer last logged a failed claim, and how many failed since then.
+        self.claim_warned_at: float | None = None
+        self.claim_failures = 0
         self.fork_holds_lock = False
         forks.quiet_across_fork(self)
 
@@ -214,18 +230,18 @@ class LeaseState:
         self.held = None
         self.stop = threading.Event()
         self.thread = None
+        self.claim_warned_at, self.claim_failures = None, 0
         self.backend.after_fork()
         return True
 
     # -- what generators call ------------------------------------------------------------
-    def acquire(self, field: str, maximum: int) -> int:
-        """The id held, claiming one first if needed; waits out a quarantine.
+    def bind(self, field: str, maximum: int) -> None:
+        """Record which node field this lease serves, without I/O.
 
-        Only a first claim (a generator being built) waits here, at most ``ttl + margin``
-        and only right after the coordinator lost its state; later re-claims happen in
-        the renewal thread while the generator is fenced.
+        A generator binds its leases when it is built and claims at its first id: a
+        models module with module-level generators must import where the coordinator
+        is down or its table not made yet (a build step's ``collectstatic``).
         """
-        self.check_pid()
         if self.closed:
             raise ValueError(f"lease {self.name!r} was released; make a new one")
         if self.field is not None and (field, maximum) != (self.field, self.maximum):
@@ -234,10 +250,21 @@ class LeaseState:
                 f"use one lease object per node field (asked for {field} 0..{maximum})"
             )
         self.field, self.maximum = field, maximum
+
+    def acquire(self, field: str, maximum: int) -> int:
+        """The id held, claiming one first if needed; waits out a quarantine.
+
+        Only a first claim (a generator's first id) waits here, at most ``ttl + margin``
+        and only right after the coordinator lost its state; later re-claims happen in
+        the renewal thread while the generator is fenced.
+        """
+        self.check_pid()
+        self.bind(field, maximum)
         try:
             while True:
                 held = self.held
                 if held is not None and held.active and self.clock.now() < held.deadline:
+                    self.started = True
                     return held.value
                 with self.io_lock:
                     held = self.held
@@ -271,7 +298,15 @@ class LeaseState:
             self.start_thread()
 
     def current(self, field: str) -> int:
-        if self.check_pid() and self.field is not None and self.maximum is not None:
+        forked = self.check_pid()
+        if not self.started and self.field is not None and self.maximum is not None:
+            # The first id of this lease in this process: claim now, in the caller, so
+            # that a coordinator that cannot answer is a CoordinatorUnavailableError
+            # there (as it was when generators claimed as they were built), and a first
+            # claim that must wait out a quarantine waits here. Until one succeeds, each
+            # call tries again (the renewer thread tries meanwhile too).
+            return self.acquire(self.field, self.maximum)
+        if forked and self.field is not None and self.maximum is not None:
             # First id of a forked child: claim an id of its own, or stay fenced.
             try:
                 return self.acquire(self.field, self.maximum)
@@ -342,6 +377,8 @@ class LeaseState:
         self.claims += 1
         self.last_error = None
         self.lost_reason = ""
+        self.claim_warned_at = None  # the next failure starts a new run: its advice again
+        self.claim_failures = 0
         quarantine = f", held unused for {claimed.wait_ms / 1000:.2f} s" if usable_at else ""
         log.info(
             "%s: claimed (claim %d of this process%s)",
@@ -449,13 +486,7 @@ class LeaseState:
                 held = self.claim_locked(self.field, self.maximum)
             except Exception as exc:
                 self.last_error = exc
-                log.warning(
-                    "%s: cannot claim an id (%s: %s); ids stay stopped, retrying in %g s",
-                    self.describe(None),
-                    type(exc).__name__,
-                    exc,
-                    self.interval / 2,
-                )
+                self.warn_claim_failed(exc)
                 return False
             if not held.active:  # a re-claim: the generator stays fenced meanwhile
                 log.warning(
@@ -465,6 +496,42 @@ class LeaseState:
                     _QUARANTINE_WHY,
                 )
             return True
+
+    def warn_claim_failed(self, exc: BaseException) -> None:
+        """Log a failed re-claim: the whole error (with its advice) for the first failure
+        of a run of them, then a short line at most once per ``CLAIM_WARNING_INTERVAL_S``
+        with the count: the renewer retries every ``ttl / 6``, and a WARNING of several
+        hundred characters each time buries everything else in the log."""
+        now = self.clock.now()
+        self.claim_failures += 1
+        warned_at = self.claim_warned_at
+        if warned_at is not None and now - warned_at < CLAIM_WARNING_INTERVAL_S:
+            return
+        if warned_at is None:
+            log.warning(
+                "%s: cannot claim an id (%s: %s); ids stay stopped, retrying every %g s "
+                "(this warning repeats at most once every %g s while the claims fail)",
+                self.describe(None),
+                type(exc).__name__,
+                exc,
+                self.interval / 2,
+                CLAIM_WARNING_INTERVAL_S,
+            )
+        else:
+            # The advice was in the first warning; the cause is what may have changed.
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            log.warning(
+                "%s: still cannot claim an id (%s: %s); %d more attempts failed in the "
+                "last %.0f s; ids stay stopped, retrying every %g s",
+                self.describe(None),
+                type(cause).__name__,
+                redact(str(cause)),
+                self.claim_failures,
+                now - warned_at,
+                self.interval / 2,
+            )
+        self.claim_warned_at = now
+        self.claim_failures = 0
 
     def run(self) -> None:
         healthy = True
@@ -552,6 +619,11 @@ class Lease:
         self._state = LeaseState(backend, name, ttl, margin, clock or _SYSTEM_CLOCK)
         # Releases the id when the lease is garbage collected, and at interpreter exit.
         self._finalizer = weakref.finalize(self, self._state.close)
+
+    def bind(self, field: str, maximum: int) -> None:
+        """Serve ``field`` ids ``0..maximum`` from the first id on; no I/O (generators
+        call this when built, so building one never waits for the coordinator)."""
+        self._state.bind(field, maximum)
 
     def acquire(self, field: str, maximum: int) -> int:
         """Claim the lowest free id in ``0..maximum`` (or return the one held)."""
