@@ -411,7 +411,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("uid_fields.django", "uid_fields.sqlalchemy"),
     ("uid_fields",),  # the public re-exports, the command line and __main__
 )
-TOP_LEVEL_MODULES = {"uid_fields.cli", "uid_fields.__main__"}
+#: Top-level modules besides the layers: the command line, and the public module names
+#: of ``ids.locality`` and ``ids.uniqid`` (re-exports that type checkers see).
+TOP_LEVEL_MODULES = {
+    "uid_fields.cli",
+    "uid_fields.__main__",
+    "uid_fields.locality",
+    "uid_fields.uniqid",
+}
 
 
 def layer_of(module: str) -> tuple[int, str] | None:
