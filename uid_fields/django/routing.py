@@ -13,8 +13,7 @@ from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, models
 from django.db import router as db_router
-from django.db.models.signals import m2m_changed, pre_save
-from django.dispatch import receiver
+from django.db.models.signals import class_prepared, m2m_changed, pre_save
 
 from ..errors import ConfigurationError, ShardKeyError, ShardRoutingError, WrongShardError
 from ..placement import (
@@ -24,11 +23,10 @@ from ..placement import (
     off_shard_writes_allowed,
 )
 from ..placement.families import Relation
-from .compat import asked_by_model_delete
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 from .replicas import replica_primaries
-from .transactions import check_transaction, unprotected_write_mode
+from .transactions import check_transaction
 
 __all__ = [
     "ShardRouter",
@@ -45,6 +43,7 @@ __all__ = [
     "placing_field",
     "relation_of",
     "sharded_pk",
+    "watch_writes",
 ]
 
 
@@ -337,7 +336,6 @@ def check_write(instance: models.Model, using: str) -> None:
     check_family_keys(instance, using)
 
 
-@receiver(pre_save, dispatch_uid="uid_fields.check_write")
 def _check_write_on_save(
     sender: type[models.Model],
     instance: models.Model,
@@ -352,7 +350,6 @@ def _check_write_on_save(
         check_transaction(sender, [using])
 
 
-@receiver(m2m_changed, dispatch_uid="uid_fields.check_family_links")
 def _check_links_on_add(
     sender: Any,
     instance: models.Model,
@@ -379,6 +376,45 @@ def _check_links_on_add(
             key=_many_to_many_name(sender, reverse),
         )
 
+
+
+def watch_writes(model: type[models.Model]) -> bool:
+    """Connect the write checks (``pre_save``: ``check_write``, ``check_stored_key``,
+    ``check_transaction``; ``m2m_changed``: the family's links) to ``model``'s own
+    signals when its rows live on shards; True when it did. Called for every model when
+    the app is ready, and for a model defined later (``class_prepared``): a model whose
+    rows do not live on shards sends its signals to no receiver of uid_fields."""
+    if not _lives_on_shards(model):
+        return False
+    pre_save.connect(
+        _check_write_on_save, sender=model, weak=False, dispatch_uid="uid_fields.check_write"
+    )
+    if model._meta.auto_created:  # the table of a many-to-many relation inside a family
+        m2m_changed.connect(
+            _check_links_on_add,
+            sender=model,
+            weak=False,
+            dispatch_uid="uid_fields.check_family_links",
+        )
+    return True
+
+
+def _watch_late_model(sender: type[models.Model], **kwargs: Any) -> None:
+    """A model defined once the app is ready (the app's ``ready()`` saw the others)."""
+    # Not the historical models a migration renders (module "__fake__"): no signal
+    # check of a migration's own rows, as before the app made them.
+    if apps.ready and not sender._meta.abstract and sender.__module__ != "__fake__":
+        try:
+            on_shards = watch_writes(sender)
+        except (LookupError, AttributeError, TypeError):
+            return  # a relation not resolved yet: not placed by a sharded parent yet
+        if on_shards:
+            from .deletion import install_for_sharded_models  # it imports this module
+
+            install_for_sharded_models()
+
+
+class_prepared.connect(_watch_late_model, dispatch_uid="uid_fields.watch_writes")
 
 def _many_to_many_name(through: Any, reverse: bool) -> str:
     """The name the relation goes by from the side that adds (``labels``, ``tasks``)."""
@@ -552,16 +588,9 @@ class ShardRouter:
         return self._route(model, hints)
 
     def db_for_write(self, model: type[models.Model], **hints: Any) -> str | None:
-        alias = self._route(model, hints, write=True)
-        if (
-            alias is not None
-            and isinstance(hints.get("instance"), model)
-            and unprotected_write_mode() is not None
-            and _lives_on_shards(model)
-            and asked_by_model_delete()
-        ):
-            check_transaction(model, [alias])  # obj.delete(): no signal comes before it
-        return alias
+        # obj.delete() sends no signal before its transaction: its collector checks it
+        # (deletion.ShardedCollector.delete, told by its origin, the row).
+        return self._route(model, hints, write=True)
 
     def allow_relation(self, obj1: models.Model, obj2: models.Model, **hints: Any) -> bool | None:
         if not _lives_on_shards(type(obj1)) and not _lives_on_shards(type(obj2)):
