@@ -80,7 +80,12 @@ def test_without_a_sharded_model_django_is_left_as_it_is() -> None:
     assert seen["query_collector"], "django.db.models.query.Collector was replaced"
     assert seen["nested_objects"] == "django.contrib.admin.utils"
     assert seen["execute_wrappers"] == []
-    assert seen["receivers"] == {"pre_save": [], "post_save": [], "pre_delete": [], "m2m_changed": []}
+    assert seen["receivers"] == {
+        "pre_save": [],
+        "post_save": [],
+        "pre_delete": [],
+        "m2m_changed": [],
+    }
 
 
 #: Frame inspection in any form: the package decides nothing by who is calling.

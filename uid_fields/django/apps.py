@@ -15,10 +15,11 @@ class UidFieldsConfig(AppConfig):
             fences,
             replicas,
         )
+        from .choices import install_choice_hooks
         from .conf import conf
         from .converters import register
         from .deletion import install_for_sharded_models
-        from .routing import watch_writes
+        from .routing import parent_link, sharded_pk, watch_writes
 
         register()
         # Execute wrappers on the connections of shard databases only: a shard move's
@@ -36,6 +37,13 @@ class UidFieldsConfig(AppConfig):
         # project with rows on shards has such deletes: without, Django's are left alone.
         if on_shards:
             install_for_sharded_models()
+            # Choice lists of rows on shards come from every shard: each relation to
+            # such a model says so where Django, DRF and django-filter read it
+            # (get_limit_choices_to(), a reverse relation's get_choices()).
+            for model in apps.get_models(include_auto_created=True):
+                install_choice_hooks(
+                    model, lambda m: sharded_pk(m) is not None or parent_link(m) is not None
+                )
         # Opt-in: DRF is left alone unless the project asks for string ids process-wide.
         # Without the setting neither rest_framework nor .rest is imported here.
         if conf.DRF_STRING_IDS and apps.is_installed("rest_framework"):

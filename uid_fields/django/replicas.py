@@ -33,7 +33,14 @@ from ..config import replicas_of
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from .conf import conf, settings_generation
 
-__all__ = ["WRITE_WATCHER", "install", "read_alias", "read_from_primary", "read_pins", "replica_primaries"]
+__all__ = [
+    "WRITE_WATCHER",
+    "install",
+    "read_alias",
+    "read_from_primary",
+    "read_pins",
+    "replica_primaries",
+]
 
 _pins: ContextVar[tuple[int, Pins] | None] = ContextVar("uid_fields_read_pins", default=None)
 _primary_only: ContextVar[bool] = ContextVar("uid_fields_primary_only", default=False)

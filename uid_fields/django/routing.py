@@ -377,7 +377,6 @@ def _check_links_on_add(
         )
 
 
-
 def watch_writes(model: type[models.Model]) -> bool:
     """Connect the write checks (``pre_save``: ``check_write``, ``check_stored_key``,
     ``check_transaction``; ``m2m_changed``: the family's links) to ``model``'s own
@@ -415,6 +414,7 @@ def _watch_late_model(sender: type[models.Model], **kwargs: Any) -> None:
 
 
 class_prepared.connect(_watch_late_model, dispatch_uid="uid_fields.watch_writes")
+
 
 def _many_to_many_name(through: Any, reverse: bool) -> str:
     """The name the relation goes by from the side that adds (``labels``, ``tasks``)."""
