@@ -100,3 +100,43 @@ def test_no_behaviour_reads_the_call_stack() -> None:
         if STACK_READS.search(line)
     ]
     assert found == []
+
+
+def test_with_sharded_models_only_they_get_the_write_checks() -> None:
+    """In the test project (sharded models): the checks are bound to the models whose
+    rows live on shards, also to one defined after the app was ready; a plain model of
+    the same project sends its signals to no receiver of uid_fields."""
+    from django.contrib.auth.models import User
+    from django.db import models
+    from django.db.models.signals import pre_save
+    from django.test.utils import isolate_apps
+
+    from tests.django.testapp.models import Order, OrderLine
+    from uid_fields.django import ShardedManager, SnowflakeField
+
+    def ours(sender: type[Any]) -> list[str]:
+        return [
+            r.__qualname__
+            for r in pre_save._live_receivers(sender)[0]  # type: ignore[attr-defined]
+            if (getattr(r, "__module__", "") or "").startswith("uid_fields")
+        ]
+
+    assert ours(Order) == ["_check_write_on_save"]
+    assert ours(OrderLine) == ["_check_write_on_save"]  # a follower
+    assert ours(User) == []
+
+    with isolate_apps("tests.django.testapp"):
+
+        class Late(models.Model):
+            id = SnowflakeField(primary_key=True, shards="main")
+            objects = ShardedManager()
+
+            class Meta:
+                app_label = "testapp"
+
+        class LatePlain(models.Model):
+            class Meta:
+                app_label = "testapp"
+
+        assert ours(Late) == ["_check_write_on_save"]
+        assert ours(LatePlain) == []

@@ -377,40 +377,43 @@ def _check_links_on_add(
         )
 
 
-def watch_writes(model: type[models.Model]) -> bool:
+def watch_writes(model: type[models.Model], *, lives_on_shards: bool | None = None) -> bool:
     """Connect the write checks (``pre_save``: ``check_write``, ``check_stored_key``,
-    ``check_transaction``; ``m2m_changed``: the family's links) to ``model``'s own
-    signals when its rows live on shards; True when it did. Called for every model when
+    ``check_transaction``; ``m2m_changed``: the family's links, for a ``through`` table)
+    to ``model``'s own signals when its rows live on shards (``lives_on_shards``: as
+    the caller found, else asked here); True when it did. Called for every model when
     the app is ready, and for a model defined later (``class_prepared``): a model whose
     rows do not live on shards sends its signals to no receiver of uid_fields."""
-    if not _lives_on_shards(model):
+    if lives_on_shards is None:
+        lives_on_shards = _lives_on_shards(model)
+    if not lives_on_shards:
         return False
     pre_save.connect(
         _check_write_on_save, sender=model, weak=False, dispatch_uid="uid_fields.check_write"
     )
-    if model._meta.auto_created:  # the table of a many-to-many relation inside a family
-        m2m_changed.connect(
-            _check_links_on_add,
-            sender=model,
-            weak=False,
-            dispatch_uid="uid_fields.check_family_links",
-        )
+    m2m_changed.connect(
+        _check_links_on_add, sender=model, weak=False, dispatch_uid="uid_fields.check_family_links"
+    )
     return True
 
 
 def _watch_late_model(sender: type[models.Model], **kwargs: Any) -> None:
-    """A model defined once the app is ready (the app's ``ready()`` saw the others)."""
-    # Not the historical models a migration renders (module "__fake__"): no signal
-    # check of a migration's own rows, as before the app made them.
-    if apps.ready and not sender._meta.abstract and sender.__module__ != "__fake__":
-        try:
-            on_shards = watch_writes(sender)
-        except (LookupError, AttributeError, TypeError):
-            return  # a relation not resolved yet: not placed by a sharded parent yet
-        if on_shards:
-            from .deletion import install_for_sharded_models  # it imports this module
+    """A model defined once the app is ready (the app's ``ready()`` saw the others).
 
-            install_for_sharded_models()
+    Its relations may not be resolved yet, and reading its field lists now would cache
+    them half made: only its primary key is read. A uid primary key or a many-to-many
+    table may place rows on shards (the receivers ask again when a row is written).
+    Not the historical models a migration renders (module ``"__fake__"``).
+    """
+    meta = sender._meta
+    if not apps.ready or meta.abstract or sender.__module__ == "__fake__":
+        return
+    if isinstance(meta.pk, UidField) or meta.auto_created:
+        watch_writes(sender, lives_on_shards=True)
+    if sharded_pk(sender) is not None:
+        from .deletion import install_for_sharded_models  # it imports this module
+
+        install_for_sharded_models()
 
 
 class_prepared.connect(_watch_late_model, dispatch_uid="uid_fields.watch_writes")
