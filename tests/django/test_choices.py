@@ -1,9 +1,12 @@
-"""Choice lists of rows on shards (issue 25, item 6).
+"""Choice lists of rows on shards (issue 25, item 6; issue 36, item 2).
 
-A choice list built from a sharded model's default manager lists every shard's rows,
-whoever builds it: Django's ModelChoiceField (ModelForms, the admin, django-filter's
-generated filters) and DRF's related fields (the browsable API). Outside a choice list
-the same query names no shard and is still refused.
+A choice list of a sharded model lists every shard's rows where it asks for them
+explicitly: a relation to the model (ModelForms, the admin's list filters,
+django-filter's generated filters, DRF's related fields, through
+``get_limit_choices_to()``), ``ShardedModelChoiceField`` (its iterator) or
+``for_choices()``. Nothing looks at the call stack: outside a choice list, and in a
+plain ``ModelChoiceField`` over the default manager, the same query names no shard and
+is refused.
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from uid_fields import ShardRoutingError
+from uid_fields.django.choices import (
+    ShardedModelChoiceField,
+    ShardedModelChoiceIterator,
+    ShardedModelMultipleChoiceField,
+)
 
 from .helpers import capture_all
 from .testapp.api import PlainPurchaseSerializer, PurchaseFilter
@@ -69,15 +77,15 @@ def test_the_filterset_form_lists_every_shard() -> None:
     assert listed == [str(c.pk) for c in sorted(customers, key=lambda c: c.pk)]
 
 
-def test_a_model_choice_field_over_the_default_manager_lists_every_shard() -> None:
+def test_a_sharded_model_choice_field_over_the_default_manager_lists_every_shard() -> None:
     customers = customers_on_every_shard()
-    field = forms.ModelChoiceField(queryset=Customer.objects.all())
+    field = ShardedModelChoiceField(queryset=Customer.objects.all())
     listed = [str(value) for value, _label in field.choices if value != ""]
     assert listed == [str(c.pk) for c in sorted(customers, key=lambda c: c.pk)]
     assert len(field.choices) == len(customers) + 1  # and the empty choice
     assert bool(field.choices)
     assert field.clean(str(customers[3].pk)) == customers[3]  # read on its own shard
-    many = forms.ModelMultipleChoiceField(queryset=Customer._default_manager.all())
+    many = ShardedModelMultipleChoiceField(queryset=Customer._default_manager.all())
     assert len([v for v, _label in many.choices]) == len(customers)
     assert many.clean([str(customers[0].pk), str(customers[7].pk)]).count() == 2
 
@@ -86,7 +94,7 @@ def test_a_choice_list_with_prefetched_rows_lists_every_shard() -> None:
     customers = customers_on_every_shard()
     for customer in customers:
         Purchase.objects.create(customer=customer, total=2)
-    field = forms.ModelChoiceField(queryset=Customer.objects.prefetch_related("purchases"))
+    field = ShardedModelChoiceField(queryset=Customer.objects.prefetch_related("purchases"))
     listed = [choice.instance for choice, _label in field.choices if choice != ""]
     assert sorted(c.pk for c in listed) == sorted(c.pk for c in customers)
     with capture_all() as log:
@@ -97,7 +105,7 @@ def test_a_choice_list_with_prefetched_rows_lists_every_shard() -> None:
 def test_a_multiple_choice_field_by_a_unique_field_checks_every_shard() -> None:
     workspaces = [Workspace.objects.create(slug=f"w{i}") for i in range(12)]
     assert len({w._state.db for w in workspaces}) > 1
-    field = forms.ModelMultipleChoiceField(queryset=Workspace.objects.all(), to_field_name="slug")
+    field = ShardedModelMultipleChoiceField(queryset=Workspace.objects.all(), to_field_name="slug")
     assert sorted(str(v) for v, _label in field.choices) == sorted(w.slug for w in workspaces)
     chosen = field.clean([w.slug for w in workspaces[:5]])  # slug__in: every shard
     assert sorted(w.pk for w in chosen) == sorted(w.pk for w in workspaces[:5])
@@ -113,12 +121,56 @@ def test_drf_related_field_choices_list_every_shard() -> None:
 
 def test_the_same_query_outside_a_choice_list_is_still_refused() -> None:
     customers_on_every_shard()
-    field = forms.ModelChoiceField(queryset=Customer.objects.all())
+    field = ShardedModelChoiceField(queryset=Customer.objects.all())
     assert len(list(field.choices)) == 9
     with pytest.raises(ShardRoutingError):
         list(field.queryset)
     with pytest.raises(ShardRoutingError):
         Customer.objects.count()
+    # Django's own field asks for nothing: its query is refused, as any other
+    with pytest.raises(ShardRoutingError):
+        list(forms.ModelChoiceField(queryset=Customer.objects.all()).choices)
+
+
+def test_a_flagged_query_lists_every_shard_in_django_s_own_field() -> None:
+    customers = customers_on_every_shard()
+    field = forms.ModelChoiceField(queryset=Customer.objects.for_choices())
+    listed = [str(value) for value, _label in field.choices if value != ""]
+    assert listed == [str(c.pk) for c in sorted(customers, key=lambda c: c.pk)]
+    assert field.clean(str(customers[2].pk)) == customers[2]
+    with pytest.raises(ShardRoutingError):
+        list(Customer.objects.filter(name="c1"))  # the flag is the query's, not the model's
+
+
+class Reversed(ShardedModelChoiceIterator):
+    """An iterator of one's own that overrides ``__iter__`` without calling its base's."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        rows = list(self.queryset)
+        for row in reversed(rows):
+            yield self.choice(row)
+
+
+class PlainReversed(forms.models.ModelChoiceIterator):
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for row in reversed(list(self.queryset)):
+            yield self.choice(row)
+
+
+def test_a_subclassed_iterator_behaves_as_its_base() -> None:
+    """Before, a ModelChoiceIterator subclass overriding ``__iter__`` was refused
+    (ShardRoutingError) while Django's own listed the choices: the stack held no method
+    of Django's. Now the queryset carries what it is read for."""
+    customers = customers_on_every_shard()
+    expected = sorted(str(c.pk) for c in customers)
+    mine = ShardedModelChoiceField(queryset=Customer.objects.all(), empty_label=None)
+    mine.iterator = Reversed
+    assert sorted(str(value) for value, _label in mine.choices) == expected
+    theirs = forms.ModelChoiceField(queryset=Customer.objects.for_choices(), empty_label=None)
+    theirs.iterator = PlainReversed
+    assert sorted(str(value) for value, _label in theirs.choices) == expected
+    django_own = forms.ModelChoiceField(queryset=Customer.objects.for_choices(), empty_label=None)
+    assert sorted(str(value) for value, _label in django_own.choices) == expected
 
 
 def test_model_field_choices_list_every_shard() -> None:

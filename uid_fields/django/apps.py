@@ -12,22 +12,38 @@ class UidFieldsConfig(AppConfig):
     def ready(self) -> None:
         from . import (
             checks,  # noqa: F401  (registers the system checks)
-            compat,
             fences,
+            replicas,
         )
+        from .choices import install_choice_hooks
         from .conf import conf
         from .converters import register
-        from .deletion import ShardedCollector
+        from .deletion import install_for_sharded_models
+        from .routing import parent_link, sharded_pk, watch_writes
 
         register()
-        fences.install()  # a shard move's fence refuses writes: ShardMoveFencedError
+        # Execute wrappers on the connections of shard databases only: a shard move's
+        # fence refuses writes (ShardMoveFencedError), a write pins its primary for
+        # read-your-writes when the primary has replicas.
+        fences.install()
+        replicas.install()
+        # The write checks on the signals of the models whose rows live on shards
+        # (sender=), nothing for the others.
+        on_shards = [
+            model for model in apps.get_models(include_auto_created=True) if watch_writes(model)
+        ]
         # Deletes run each on_delete where the referring rows live (on one database,
-        # exactly as Django's own Collector); the admin lists those rows before.
-        compat.install_collector(ShardedCollector)
-        if apps.is_installed("django.contrib.admin"):
-            from .admin import ShardedNestedObjects
-
-            compat.install_nested_objects(ShardedNestedObjects)
+        # exactly as Django's own Collector); the admin lists those rows before. Only a
+        # project with rows on shards has such deletes: without, Django's are left alone.
+        if on_shards:
+            install_for_sharded_models()
+            # Choice lists of rows on shards come from every shard: each relation to
+            # such a model says so where Django, DRF and django-filter read it
+            # (get_limit_choices_to(), a reverse relation's get_choices()).
+            for model in apps.get_models(include_auto_created=True):
+                install_choice_hooks(
+                    model, lambda m: sharded_pk(m) is not None or parent_link(m) is not None
+                )
         # Opt-in: DRF is left alone unless the project asks for string ids process-wide.
         # Without the setting neither rest_framework nor .rest is imported here.
         if conf.DRF_STRING_IDS and apps.is_installed("rest_framework"):

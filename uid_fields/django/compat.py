@@ -18,7 +18,6 @@ import operator
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from types import FrameType
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
@@ -55,7 +54,6 @@ __all__ = [
     "ModelIterable",
     "NamedValuesListIterable",
     "ValuesIterable",
-    "asked_by_model_delete",
     "assign_generic_target",
     "cache_related",
     "candidate_relations_to_delete",
@@ -233,24 +231,6 @@ def migration_progress(
     ]
     parents = {key: {parent.key for parent in node.parents} for key, node in graph.node_map.items()}
     return applied, plan, parents
-
-
-#: ``Model.delete``: it asks the router where a row is (``db_for_write``) and then runs
-#: Django's Collector, in a transaction of its own and with no signal before it.
-MODEL_DELETE_CODE = models.Model.delete.__code__
-
-
-def asked_by_model_delete(depth: int = 5) -> bool:
-    """Whether the router is being asked by ``Model.delete`` (within ``depth`` frames of
-    the caller): the only moment a row's delete can be checked before it runs."""
-    frame: FrameType | None = sys._getframe(1)
-    for _ in range(depth):
-        if frame is None:
-            return False
-        if frame.f_code is MODEL_DELETE_CODE:
-            return True
-        frame = frame.f_back
-    return False
 
 
 def assign_generic_target(field: Any, instance: models.Model, value: Any) -> None:

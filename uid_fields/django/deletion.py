@@ -7,7 +7,8 @@ a reminder with an id of its own may point at a task on any shard: Django's quer
 fails ("no such table") or finds nothing and leaves orphans.
 
 ``ShardedCollector`` (what ``Model.delete()``, ``QuerySet.delete()`` and, through
-``ShardedNestedObjects``, the admin's delete confirmation use once the app is ready)
+``ShardedNestedObjects``, the admin's delete confirmation use once the app is ready, in
+a project with models whose rows live on shards: without one, Django's are left alone)
 hands those relations to a collector per database: it asks each database that can hold
 referring rows, by their indexed key column (every shard of a model placed by its own
 id; only the key's shard when the key is the model's shard key; ``default`` for an
@@ -29,17 +30,19 @@ from contextvars import ContextVar
 from itertools import chain
 from typing import Any
 
+from django.apps import apps
 from django.db import connections, models, router
 from django.db.models import ProtectedError, RestrictedError
 
 from . import compat
 from .routing import parent_link, relation_of, sharded_pk
-from .transactions import sharded_atomic
+from .transactions import check_transaction, sharded_atomic, unprotected_write_mode
 
 __all__ = [
     "ShardedCollector",
     "across_relations",
     "delete_on_shards",
+    "install_for_sharded_models",
     "referrer_databases",
     "two_phase_deletes",
 ]
@@ -249,6 +252,13 @@ class ShardedCollector(compat.Collector):
     def delete(self) -> tuple[int, dict[str, int]]:
         """Every member's delete, inside one transaction per database (``sharded_atomic``;
         two-phase inside ``two_phase_deletes()``): a failure on one rolls all back."""
+        origin = self.origin
+        if isinstance(origin, models.Model) and unprotected_write_mode() is not None:
+            # ``obj.delete()`` (Django's Model.delete makes its collector with the row as
+            # the origin) sends no signal before it deletes: it is checked here.
+            model = type(origin)
+            if sharded_pk(model) is not None or parent_link(model) is not None:
+                check_transaction(model, [self.using])
         if len(self.members) == 1:
             return super().delete()
         counts: Counter[str] = Counter()
@@ -295,3 +305,22 @@ def delete_on_shards(
         collector.member(queryset.db).collect(queryset, fail_on_restricted=False)
     collector.check_restricted()
     return collector.delete()
+
+
+_installed = False
+
+
+def install_for_sharded_models() -> None:
+    """Make ``Model.delete()``, ``QuerySet.delete()`` and the admin's delete confirmation
+    collect with ``ShardedCollector`` (and ``ShardedNestedObjects``). Called by the app's
+    ``ready()`` when some model's rows live on shards (and for a model defined later),
+    never in a project without: there Django's collector stays Django's."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    compat.install_collector(ShardedCollector)
+    if apps.is_installed("django.contrib.admin"):
+        from .admin import ShardedNestedObjects
+
+        compat.install_nested_objects(ShardedNestedObjects)

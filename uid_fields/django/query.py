@@ -21,7 +21,7 @@ from django.db import models
 
 from ..errors import ShardRoutingError
 from . import plans, vetting
-from .choices import building_choices
+from .choices import EveryShard
 from .compat import ModelIterable, iterable_class
 from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
 from .fields import UidField
@@ -130,12 +130,28 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         self._shard_aliases: tuple[str, ...] | None = None
         self._read_alias: str | None = None  # chosen once for a fan-out's shard query
         self._iterable_class = PrimaryModelIterable
+        self._uid_fields_for_choices = False
 
     def _clone(self) -> ShardedQuerySet:
         clone: ShardedQuerySet = super()._clone()
         clone._shard_aliases = self._shard_aliases
         clone._read_alias = self._read_alias
+        clone._uid_fields_for_choices = self._uid_fields_for_choices
         return clone
+
+    def for_choices(self) -> Self:
+        """This query, read for a choice list: when it names no shard it reads every
+        shard instead of being refused (a select box, a filter form, DRF's browsable
+        API; see ``choices``). Its copies keep the flag; a query that names shards is
+        routed as before."""
+        clone = self._chain()
+        clone._uid_fields_for_choices = True
+        return clone
+
+    def complex_filter(self, filter_obj: Any) -> Self:
+        if isinstance(filter_obj, EveryShard):  # a relation's limit_choices_to, see choices
+            return self.filter(filter_obj)
+        return super().complex_filter(filter_obj)
 
     # -- routing -------------------------------------------------------------------------
     @property
@@ -285,6 +301,13 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         return super().alias(*args, **kwargs)
 
     def _filter_or_exclude_inplace(self, negate: bool, args: Any, kwargs: Any) -> None:
+        if any(isinstance(arg, EveryShard) for arg in args):
+            self._uid_fields_for_choices = self._uid_fields_for_choices or not negate
+            args = tuple(
+                arg.conditions() if isinstance(arg, EveryShard) else arg
+                for arg in args
+                if not isinstance(arg, EveryShard) or arg.children
+            )
         args, kwargs = rewrite_filter(self.model, self._query_databases(), negate, args, kwargs)
         kwargs, impossible = self._valid_id_lookups(kwargs)
         super()._filter_or_exclude_inplace(negate, args, kwargs)
@@ -471,15 +494,15 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         return gather(shards, work)
 
     def _implied_fanout(self) -> ShardedQuerySet | None:
-        """This query over every shard, when it names none and is read for a choice list
-        (a select box, a filter form, DRF's browsable API; see ``choices``) or by
-        ``validate_unique()`` of this model (``unique``); None otherwise, and the query
-        is routed (or refused) as usual."""
+        """This query over every shard, when it names none and is flagged for a choice
+        list (``for_choices()``: a select box, a filter form, DRF's browsable API; see
+        ``choices``) or read by ``validate_unique()`` of this model (``unique``); None
+        otherwise, and the query is routed (or refused) as usual."""
         if self._db is not None or self._shard_aliases is not None:
             return None
         if not self._shard_databases() or not refuses_unrouted(self.model):
             return None
-        implied = validating_unique(self.model) or building_choices()
+        implied = self._uid_fields_for_choices or validating_unique(self.model)
         return self.on_all_shards() if implied else None
 
     def _fetch_all(self) -> None:
@@ -596,6 +619,7 @@ if TYPE_CHECKING:
     class _ShardedManagerBase(models.Manager[_MM]):
         def get_queryset(self) -> ShardedQuerySet[_MM]: ...
         def on_all_shards(self) -> ShardedQuerySet[_MM]: ...
+        def for_choices(self) -> ShardedQuerySet[_MM]: ...
         def using(self, alias: str | None) -> ShardedQuerySet[_MM]: ...
         def all(self) -> ShardedQuerySet[_MM]: ...
         def filter(self, *args: Any, **kwargs: Any) -> ShardedQuerySet[_MM]: ...

@@ -10,7 +10,8 @@
 * the read-your-writes pins live in a context variable, fresh for every request
   (``request_started``), and a primary is pinned by an execute wrapper on its
   connections that sees every statement that is not a read, whatever ORM path (or raw
-  cursor) sent it.
+  cursor) sent it. Only the connections of primaries with replicas get the wrapper
+  (a connection opened before the replicas were configured gets it then).
 
 Rows read from a replica still name their primary in ``_state.db``, so ``save()`` and
 related managers write and follow where the row lives.
@@ -23,7 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from django.core.signals import request_started
+from django.core.signals import request_started, setting_changed
 from django.db import connections
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
@@ -32,7 +33,14 @@ from ..config import replicas_of
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from .conf import conf, settings_generation
 
-__all__ = ["WRITE_WATCHER", "read_alias", "read_from_primary", "read_pins", "replica_primaries"]
+__all__ = [
+    "WRITE_WATCHER",
+    "install",
+    "read_alias",
+    "read_from_primary",
+    "read_pins",
+    "replica_primaries",
+]
 
 _pins: ContextVar[tuple[int, Pins] | None] = ContextVar("uid_fields_read_pins", default=None)
 _primary_only: ContextVar[bool] = ContextVar("uid_fields_primary_only", default=False)
@@ -121,9 +129,31 @@ def _pin_on_write(
 WRITE_WATCHER = _pin_on_write
 
 
-@receiver(connection_created)
-def _watch_writes(sender: Any, connection: Any, **kwargs: Any) -> None:
+def _watch(connection: Any) -> None:
+    replicas, _ = _replicas()
+    if connection.alias not in replicas.replicas:
+        return  # a database without replicas: no read of it is sent elsewhere
     if _pin_on_write not in connection.execute_wrappers:
         # First, outermost: a user's ``connection.execute_wrapper()`` block that opened
         # the connection pops the last wrapper on its way out, which must be its own.
         connection.execute_wrappers.insert(0, _pin_on_write)
+
+
+def _watch_writes(sender: Any, connection: Any, **kwargs: Any) -> None:
+    _watch(connection)
+
+
+def _watch_open(setting: str, **kwargs: Any) -> None:
+    """Replicas configured since: this thread's open connections to their primaries."""
+    if setting == "UID_FIELDS":
+        for connection in connections.all(initialized_only=True):
+            _watch(connection)
+
+
+def install() -> None:
+    """Pin primaries on their writes: the wrapper goes on each connection of a primary
+    with replicas (new ones on their creation); called by the app's ``ready()``."""
+    connection_created.connect(_watch_writes, dispatch_uid="uid_fields.replicas.watch")
+    setting_changed.connect(_watch_open, dispatch_uid="uid_fields.replicas.settings")
+    for connection in connections.all(initialized_only=True):
+        _watch(connection)

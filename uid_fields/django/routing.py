@@ -13,8 +13,7 @@ from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, models
 from django.db import router as db_router
-from django.db.models.signals import m2m_changed, pre_save
-from django.dispatch import receiver
+from django.db.models.signals import class_prepared, m2m_changed, pre_save
 
 from ..errors import ConfigurationError, ShardKeyError, ShardRoutingError, WrongShardError
 from ..placement import (
@@ -24,11 +23,10 @@ from ..placement import (
     off_shard_writes_allowed,
 )
 from ..placement.families import Relation
-from .compat import asked_by_model_delete
 from .conf import conf, shard_databases
 from .fields import UidField, _is_db_default
 from .replicas import replica_primaries
-from .transactions import check_transaction, unprotected_write_mode
+from .transactions import check_transaction
 
 __all__ = [
     "ShardRouter",
@@ -45,6 +43,7 @@ __all__ = [
     "placing_field",
     "relation_of",
     "sharded_pk",
+    "watch_writes",
 ]
 
 
@@ -337,7 +336,6 @@ def check_write(instance: models.Model, using: str) -> None:
     check_family_keys(instance, using)
 
 
-@receiver(pre_save, dispatch_uid="uid_fields.check_write")
 def _check_write_on_save(
     sender: type[models.Model],
     instance: models.Model,
@@ -352,7 +350,6 @@ def _check_write_on_save(
         check_transaction(sender, [using])
 
 
-@receiver(m2m_changed, dispatch_uid="uid_fields.check_family_links")
 def _check_links_on_add(
     sender: Any,
     instance: models.Model,
@@ -378,6 +375,48 @@ def _check_links_on_add(
             what=type(instance).__name__,
             key=_many_to_many_name(sender, reverse),
         )
+
+
+def watch_writes(model: type[models.Model], *, lives_on_shards: bool | None = None) -> bool:
+    """Connect the write checks (``pre_save``: ``check_write``, ``check_stored_key``,
+    ``check_transaction``; ``m2m_changed``: the family's links, for a ``through`` table)
+    to ``model``'s own signals when its rows live on shards (``lives_on_shards``: as
+    the caller found, else asked here); True when it did. Called for every model when
+    the app is ready, and for a model defined later (``class_prepared``): a model whose
+    rows do not live on shards sends its signals to no receiver of uid_fields."""
+    if lives_on_shards is None:
+        lives_on_shards = _lives_on_shards(model)
+    if not lives_on_shards:
+        return False
+    pre_save.connect(
+        _check_write_on_save, sender=model, weak=False, dispatch_uid="uid_fields.check_write"
+    )
+    m2m_changed.connect(
+        _check_links_on_add, sender=model, weak=False, dispatch_uid="uid_fields.check_family_links"
+    )
+    return True
+
+
+def _watch_late_model(sender: type[models.Model], **kwargs: Any) -> None:
+    """A model defined once the app is ready (the app's ``ready()`` saw the others).
+
+    Its relations may not be resolved yet, and reading its field lists now would cache
+    them half made: only its primary key is read. A uid primary key or a many-to-many
+    table may place rows on shards (the receivers ask again when a row is written).
+    Not the historical models a migration renders (module ``"__fake__"``).
+    """
+    meta = sender._meta
+    if not apps.ready or meta.abstract or sender.__module__ == "__fake__":
+        return
+    if isinstance(meta.pk, UidField) or meta.auto_created:
+        watch_writes(sender, lives_on_shards=True)
+    if sharded_pk(sender) is not None:
+        from .deletion import install_for_sharded_models  # it imports this module
+
+        install_for_sharded_models()
+
+
+class_prepared.connect(_watch_late_model, dispatch_uid="uid_fields.watch_writes")
 
 
 def _many_to_many_name(through: Any, reverse: bool) -> str:
@@ -552,16 +591,9 @@ class ShardRouter:
         return self._route(model, hints)
 
     def db_for_write(self, model: type[models.Model], **hints: Any) -> str | None:
-        alias = self._route(model, hints, write=True)
-        if (
-            alias is not None
-            and isinstance(hints.get("instance"), model)
-            and unprotected_write_mode() is not None
-            and _lives_on_shards(model)
-            and asked_by_model_delete()
-        ):
-            check_transaction(model, [alias])  # obj.delete(): no signal comes before it
-        return alias
+        # obj.delete() sends no signal before its transaction: its collector checks it
+        # (deletion.ShardedCollector.delete, told by its origin, the row).
+        return self._route(model, hints, write=True)
 
     def allow_relation(self, obj1: models.Model, obj2: models.Model, **hints: Any) -> bool | None:
         if not _lives_on_shards(type(obj1)) and not _lives_on_shards(type(obj2)):

@@ -16,7 +16,6 @@ import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from types import FrameType
 from typing import Any
 
 import django
@@ -122,7 +121,7 @@ def check_transaction(model: type[Any], aliases: Iterable[str]) -> None:
     message = _message(model, bare, holding)
     if mode == "error":
         raise UnprotectedShardWriteWarning(message)
-    warnings.warn(message, UnprotectedShardWriteWarning, stacklevel=_level(sys._getframe(1)))
+    _warn(message)
 
 
 def _message(model: type[Any], bare: list[str], holding: list[str]) -> str:
@@ -138,19 +137,19 @@ def _message(model: type[Any], bare: list[str], holding: list[str]) -> str:
     )
 
 
-#: Frames in these directories are Django's and ours: the warning points past them.
+#: Files in these directories are Django's and ours: the warning points past them.
 _INTERNAL = (
     os.path.dirname(os.path.abspath(django.__file__ or "")) + os.sep,
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
 )
 
 
-def _level(frame: FrameType | None) -> int:
-    """The ``stacklevel`` of the first frame outside Django and uid_fields, counted from
-    ``frame`` (the caller of the function that warns, stacklevel 2): the warning names
-    the application's line that wrote, where the fix goes."""
-    level = 2
-    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL):
-        frame = frame.f_back
-        level += 1
-    return level
+def _warn(message: str) -> None:
+    """Warn naming the application's line that wrote, where the fix goes: the first
+    frame outside Django and uid_fields (``skip_file_prefixes``, Python 3.12+). Older
+    Pythons name the line in uid_fields that checked (a fixed ``stacklevel``): nothing
+    here walks the call stack itself."""
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, UnprotectedShardWriteWarning, skip_file_prefixes=_INTERNAL)
+    else:
+        warnings.warn(message, UnprotectedShardWriteWarning, stacklevel=3)
