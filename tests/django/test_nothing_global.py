@@ -121,8 +121,8 @@ def test_with_sharded_models_only_they_get_the_write_checks() -> None:
             if (getattr(r, "__module__", "") or "").startswith("uid_fields")
         ]
 
-    assert ours(Order) == ["_check_write_on_save"]
-    assert ours(OrderLine) == ["_check_write_on_save"]  # a follower
+    assert ours(Order) == ["_ModelWriteChecks.on_save"]
+    assert ours(OrderLine) == ["_ModelWriteChecks.on_save"]  # a follower
     assert ours(User) == []
 
     with isolate_apps("tests.django.testapp"):
@@ -138,5 +138,5 @@ def test_with_sharded_models_only_they_get_the_write_checks() -> None:
             class Meta:
                 app_label = "testapp"
 
-        assert ours(Late) == ["_check_write_on_save"]
+        assert ours(Late) == ["_ModelWriteChecks.on_save"]
         assert ours(LatePlain) == []

@@ -388,13 +388,31 @@ def watch_writes(model: type[models.Model], *, lives_on_shards: bool | None = No
         lives_on_shards = _lives_on_shards(model)
     if not lives_on_shards:
         return False
-    pre_save.connect(
-        _check_write_on_save, sender=model, weak=False, dispatch_uid="uid_fields.check_write"
-    )
-    m2m_changed.connect(
-        _check_links_on_add, sender=model, weak=False, dispatch_uid="uid_fields.check_family_links"
-    )
+    if _WRITE_CHECKS in model.__dict__:
+        return True
+    checks = _ModelWriteChecks()
+    setattr(model, _WRITE_CHECKS, checks)  # the model holds its receivers: they go with it
+    pre_save.connect(checks.on_save, sender=model, dispatch_uid="uid_fields.check_write")
+    m2m_changed.connect(checks.on_links, sender=model, dispatch_uid="uid_fields.check_family_links")
     return True
+
+
+#: The attribute of a model class that holds its ``_ModelWriteChecks``.
+_WRITE_CHECKS = "_uid_fields_write_checks"
+
+
+class _ModelWriteChecks:
+    """The write-check receivers of one model, held by the model class and connected
+    weakly. Django keys a receiver connected with ``sender=`` by ``id(sender)``: one that
+    outlived its class (a model made in a test, ``isolate_apps``) would be called for
+    the next class Python puts at the same address. Held by the class, it is collected
+    with it, and Django drops it from the signal."""
+
+    def on_save(self, sender: type[models.Model], **kwargs: Any) -> None:
+        _check_write_on_save(sender, **kwargs)
+
+    def on_links(self, sender: Any, **kwargs: Any) -> None:
+        _check_links_on_add(sender, **kwargs)
 
 
 def _watch_late_model(sender: type[models.Model], **kwargs: Any) -> None:
