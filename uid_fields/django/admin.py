@@ -24,7 +24,8 @@ from django.utils.translation import gettext_lazy as _
 
 from .._internal.timeutil import describe_ms
 from ..errors import PublicIdError
-from .deletion import ShardedCollector
+from . import compat
+from .deletion import ShardedCollector, also_install
 from .fields import UidField
 from .routing import colocated, pin_shard, placing_field, sharded_pk
 
@@ -472,3 +473,8 @@ class ShardedNestedObjects(NestedObjects, ShardedCollector):  # type: ignore[mis
         member.edges = self.edges
         member.protected = self.protected
         member.model_objs = self.model_objs
+
+
+# The admin's delete confirmation lists what a delete of rows on shards collects, once
+# some model's rows live on shards (never in a project without).
+also_install(lambda: compat.install_nested_objects(ShardedNestedObjects))

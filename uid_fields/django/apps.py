@@ -35,6 +35,8 @@ class UidFieldsConfig(AppConfig):
         # Deletes run each on_delete where the referring rows live (on one database,
         # exactly as Django's own Collector); the admin lists those rows before. Only a
         # project with rows on shards has such deletes: without, Django's are left alone.
+        if apps.is_installed("django.contrib.admin"):
+            from . import admin  # noqa: F401  (its delete confirmation joins the install)
         if on_shards:
             install_for_sharded_models()
             # Choice lists of rows on shards come from every shard: each relation to

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from itertools import chain
@@ -33,9 +33,11 @@ from typing import Any
 from django.apps import apps
 from django.db import connections, models, router
 from django.db.models import ProtectedError, RestrictedError
+from django.db.models.signals import class_prepared
 
 from . import compat
-from .routing import parent_link, relation_of, sharded_pk
+from .fields import UidField
+from .routing import parent_link, relation_of, sharded_pk, watch_writes
 from .transactions import check_transaction, sharded_atomic, unprotected_write_mode
 
 __all__ = [
@@ -309,6 +311,18 @@ def delete_on_shards(
 
 _installed = False
 
+#: What else collects like ``ShardedCollector`` once rows live on shards: the admin's
+#: delete confirmation (``uid_fields.django.admin`` adds its ``ShardedNestedObjects``
+#: here when imported, so this module needs no import of the admin's).
+_ALSO_INSTALLED: list[Callable[[], None]] = []
+
+
+def also_install(install: Callable[[], None]) -> None:
+    """Run ``install`` with ``install_for_sharded_models`` (at once if that already ran)."""
+    _ALSO_INSTALLED.append(install)
+    if _installed:
+        install()
+
 
 def install_for_sharded_models() -> None:
     """Make ``Model.delete()``, ``QuerySet.delete()`` and the admin's delete confirmation
@@ -320,7 +334,25 @@ def install_for_sharded_models() -> None:
         return
     _installed = True
     compat.install_collector(ShardedCollector)
-    if apps.is_installed("django.contrib.admin"):
-        from .admin import ShardedNestedObjects
+    for install in _ALSO_INSTALLED:
+        install()
 
-        compat.install_nested_objects(ShardedNestedObjects)
+
+def _watch_late_model(sender: type[models.Model], **kwargs: Any) -> None:
+    """A model defined once the app is ready (the app's ``ready()`` saw the others).
+
+    Its relations may not be resolved yet, and reading its field lists now would cache
+    them half made: only its primary key is read. A uid primary key or a many-to-many
+    table may place rows on shards (the receivers ask again when a row is written).
+    Not the historical models a migration renders (module ``"__fake__"``).
+    """
+    meta = sender._meta
+    if not apps.ready or meta.abstract or sender.__module__ == "__fake__":
+        return
+    if isinstance(meta.pk, UidField) or meta.auto_created:
+        watch_writes(sender, lives_on_shards=True)
+    if sharded_pk(sender) is not None:
+        install_for_sharded_models()
+
+
+class_prepared.connect(_watch_late_model, dispatch_uid="uid_fields.watch_writes")

@@ -13,7 +13,7 @@ from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, models
 from django.db import router as db_router
-from django.db.models.signals import class_prepared, m2m_changed, pre_save
+from django.db.models.signals import m2m_changed, pre_save
 
 from ..errors import ConfigurationError, ShardKeyError, ShardRoutingError, WrongShardError
 from ..placement import (
@@ -413,28 +413,6 @@ class _ModelWriteChecks:
 
     def on_links(self, sender: Any, **kwargs: Any) -> None:
         _check_links_on_add(sender, **kwargs)
-
-
-def _watch_late_model(sender: type[models.Model], **kwargs: Any) -> None:
-    """A model defined once the app is ready (the app's ``ready()`` saw the others).
-
-    Its relations may not be resolved yet, and reading its field lists now would cache
-    them half made: only its primary key is read. A uid primary key or a many-to-many
-    table may place rows on shards (the receivers ask again when a row is written).
-    Not the historical models a migration renders (module ``"__fake__"``).
-    """
-    meta = sender._meta
-    if not apps.ready or meta.abstract or sender.__module__ == "__fake__":
-        return
-    if isinstance(meta.pk, UidField) or meta.auto_created:
-        watch_writes(sender, lives_on_shards=True)
-    if sharded_pk(sender) is not None:
-        from .deletion import install_for_sharded_models  # it imports this module
-
-        install_for_sharded_models()
-
-
-class_prepared.connect(_watch_late_model, dispatch_uid="uid_fields.watch_writes")
 
 
 def _many_to_many_name(through: Any, reverse: bool) -> str:
