@@ -85,7 +85,9 @@ SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_async_fan_
 	tests/core/test_pg_extension.py \
 	tests/sqlalchemy/test_fan_out_faults.py tests/sqlalchemy/test_fan_out_connections.py \
 	tests/sqlalchemy/test_fan_out_objects_bound.py tests/sqlalchemy/test_fan_out_session_hooks.py \
-	tests/sqlalchemy/test_flask.py
+	tests/sqlalchemy/test_flask.py tests/sqlalchemy/test_alembic_data.py \
+	tests/sqlalchemy/test_follower_get.py tests/core/test_lazy_leases.py \
+	tests/core/test_pg_extension_privileges.py
 $(SQLA)/.installed: pyproject.toml
 	@test -x $(SQLA)/bin/python || $(PYTHON) -m venv $(SQLA)
 	$(SQLA)/bin/python -m pip install --quiet --upgrade pip

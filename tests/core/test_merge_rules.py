@@ -18,7 +18,7 @@ def test_an_explicit_nulls_position_is_named_once_for_both_orms() -> None:
 
 
 @pytest.mark.parametrize(("collation", "binary"), [("C", True), ("und-x-icu", False)])
-def test_a_binary_collation_is_seen_as_one_by_its_database_ranks(
+def test_a_binary_collation_on_postgresql_is_seen_as_one_by_its_ranks(
     collation: str | None, binary: bool
 ) -> None:
     """PostgreSQL's DENSE_RANK() counts from 1, code-point ranks from 0: a collation that

@@ -1,4 +1,6 @@
-"""No secret or password appears in any message, repr or check output (issue 37, item 4)."""
+"""No secret or password appears in any message, repr or check output (issue 37, item 4).
+
+An unreachable Redis's error is checked in ``test_redis_sequence.py`` (it needs redis-py)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import pytest
 from uid_fields import PublicIds
 from uid_fields._internal.redact import redact, redact_url
 from uid_fields.config.public_ids import public_ids_problems
-from uid_fields.errors import ConfigurationError, CoordinatorUnavailableError
+from uid_fields.errors import ConfigurationError
 from uid_fields.ids.sequences import RedisSequence
 
 SECRET = "s3cr3t-key-material-of-32-bytes!!"
@@ -44,11 +46,6 @@ def test_urls_lose_their_userinfo_password_and_secret_parameters(url: str) -> No
     assert PASSWORD not in redact_url(url)
     assert "127.0.0.1:1" in redact_url(url)
     assert PASSWORD not in redact(f"cannot reach {url} (refused)")
-    if url.startswith("redis") and "token" not in url:  # redis-py takes no token=
-        # Nothing answers on port 1: the sequence cannot be made, and says why.
-        with pytest.raises(CoordinatorUnavailableError) as raised:
-            RedisSequence(url, timeout=0.2)
-        assert PASSWORD not in str(raised.value) and "127.0.0.1:1" in str(raised.value)
 
 
 def test_the_repr_of_a_redis_sequence_has_no_password() -> None:

@@ -240,3 +240,19 @@ def test_a_burst_of_single_ids_reserves_blocks(prefix: str) -> None:
     # What a unit leaves unused is bounded: at most block - 1 per generator and unit.
     units = 10
     assert sum(counters(prefix).values()) - 1000 <= 2 * units * (one.block - 1)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:hunter2-pass@127.0.0.1:1/0",
+        "redis://user:hunter2-pass@127.0.0.1:1/0",
+        "redis://127.0.0.1:1/0?password=hunter2-pass",
+    ],
+)
+def test_an_unreachable_redis_is_named_without_its_password(url: str) -> None:
+    """Nothing answers on port 1: the sequence cannot be made, and says where, but not
+    with which password (issue 37, item 4)."""
+    with pytest.raises(CoordinatorUnavailableError) as raised:
+        RedisSequence(url, timeout=0.2)
+    assert "hunter2-pass" not in str(raised.value) and "127.0.0.1:1" in str(raised.value)
