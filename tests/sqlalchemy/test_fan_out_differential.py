@@ -559,3 +559,19 @@ def test_a_statement_routed_to_several_shards_is_combined(
     if not ordered:
         got, expected = sorted(got, key=repr), sorted(expected, key=repr)
     assert got == expected
+
+
+def test_distinct_objects_are_the_rows_of_one_database(
+    both: tuple[dict[str, Engine], Engine],
+) -> None:
+    """``select(Owner).distinct()``: objects of different shards are different rows
+    (before: a TypeError while the merge compared them as tuples, a 500)."""
+    shards, reference = both
+    statement = select(Owner).distinct().order_by(Owner.id)
+    with Session(reference) as one:
+        expected = [o.id for o in one.scalars(statement)]
+    with sharded_session(shards) as session:
+        got = [o.id for o in session.on_all_shards(statement).scalars()]
+        unordered = [o.id for o in session.on_all_shards(select(Owner).distinct()).scalars()]
+    assert got == expected and len(expected) == 12
+    assert sorted(unordered) == sorted(expected)

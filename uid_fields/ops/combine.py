@@ -133,18 +133,30 @@ def distinct_rows(
     vendor: str,
     text_ranks: TextRanker | None = None,
 ) -> list[Any]:
-    """``rows`` with each row the database would call equal to an earlier one left out."""
-    width = len(rows[0]) if rows else 0
-    texts = {i: [row[i] for row in rows] for i in range(width) if statement.outputs[i].text}
+    """``rows`` with each row the database would call equal to an earlier one left out.
+    A row that is one object (an ORM entity, not a tuple of columns) is its own value:
+    objects of different shards are different rows (their primary keys differ)."""
+    values = [row if _is_row(row) else (row,) for row in rows]
+    width = len(values[0]) if values else 0
+    texts = {
+        i: [value[i] for value in values]
+        for i in range(width)
+        if i < len(statement.outputs) and statement.outputs[i].text
+    }
     equality = _Equality(statement, vendor, text_ranks, texts)
     seen: set[tuple[Hashable, ...]] = set()
     kept = []
-    for row in rows:
-        key = tuple(equality.key(i, v) for i, v in enumerate(row))
+    for row, value in zip(rows, values, strict=True):
+        key = tuple(equality.key(i, v) for i, v in enumerate(value))
         if key not in seen:
             seen.add(key)
             kept.append(row)
     return kept
+
+
+def _is_row(row: Any) -> bool:
+    """Whether ``row`` is a row of columns (a DB-API tuple, an ORM ``Row``)."""
+    return hasattr(row, "__len__") and hasattr(row, "__getitem__") and not isinstance(row, str)
 
 
 def combine(
