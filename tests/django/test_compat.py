@@ -56,7 +56,7 @@ def test_deletes_and_the_admin_collect_with_the_sharded_collectors() -> None:
     from django.db.models import base, query
 
     from uid_fields.django.admin import ShardedNestedObjects
-    from uid_fields.django.deletion import ShardedCollector
+    from uid_fields.django.relations.deletion import ShardedCollector
 
     assert base.Collector is ShardedCollector and query.Collector is ShardedCollector
     assert admin_utils.NestedObjects is ShardedNestedObjects

@@ -375,7 +375,7 @@ def borrowed_connection(alias: str, wrapper: BaseDatabaseWrapper) -> Iterator[No
             connections[alias] = own
 
 
-# -- what a fan-out planner reads of a query (uid_fields.django.plans) -------------------
+# -- what a fan-out planner reads of a query (uid_fields.django.query.plans) ---------------
 
 
 def set_operation(queryset: models.QuerySet[Any]) -> str | None:

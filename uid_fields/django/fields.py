@@ -27,8 +27,8 @@ from ..ids.parts import IdParts
 from ..ids.public import PublicIds
 from ..placement import Placement, ShardMap, id_for_new_object
 from . import conf
-from .functions import NextId
-from .public_ids import add_public_id, codec_for
+from .columns.functions import NextId
+from .columns.public_ids import add_public_id, codec_for
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper

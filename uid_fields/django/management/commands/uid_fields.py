@@ -24,15 +24,15 @@ from django.db import connections
 
 from ...._internal.commandline import BROKEN_PIPE_STATUS, STDIN, ids_of, output_failure
 from ....sql import installs
-from ...audit import audit_model, audited_models
 from ...conf import conf, get_generator
+from ...connections.replicas import replica_primaries
+from ...connections.twophase import resolve_prepared
 from ...fields import UidField
-from ...fixtures import dump, load
-from ...migration_state import Lag, applied_on_default, lag, migrate_each, migrated_databases
 from ...operations import next_id_function
-from ...replicas import replica_primaries
+from ...ops.audit import audit_model, audited_models
+from ...ops.fixtures import dump, load
+from ...ops.migration_state import Lag, applied_on_default, lag, migrate_each, migrated_databases
 from ...routing import sharded_pk
-from ...twophase import resolve_prepared
 from ..arguments import add_arguments
 from ..move_commands import MoveShardsCommands
 
