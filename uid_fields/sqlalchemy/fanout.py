@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Select, String, inspect, text
 from sqlalchemy.engine import FrozenResult, Result, Row
@@ -35,12 +35,6 @@ from ..ops import parallel, planner, streams
 from ..ops.combine import combine, distinct_rows
 from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
 from .async_fanout import on_event_loop, read_on_loop
-from .describe import AGGREGATES, describe, function_name, shard_select
-from .guard import guarded
-from .routing import Router
-
-if TYPE_CHECKING:
-    from .session import ShardedIdSession
 from .compat import (
     compiled_select,
     frozen_rows,
@@ -59,6 +53,10 @@ from .compat import (
     stream_rows,
     streamed_result,
 )
+from .describe import AGGREGATES, describe, function_name, shard_select
+from .guard import guarded
+from .routing import Router
+from .session_base import ShardedSessionBase
 
 __all__ = ["FanOutPlan", "UnmergeableQueryError", "fan_out", "plan_fan_out", "text_ranker"]
 
@@ -289,7 +287,7 @@ def text_ranker(
 
 
 def fan_out(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     statement: Any,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
@@ -355,7 +353,7 @@ def fan_out(
 
 
 def _through_session(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     plan: FanOutPlan,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
@@ -377,7 +375,7 @@ def _through_session(
 
 
 def _kept_rows(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     plan: FanOutPlan,
     shards: list[str],
     engines: Mapping[str, Any],
@@ -514,7 +512,7 @@ def _at(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
 
 
 def _merged(
-    session: ShardedIdSession, plan: FanOutPlan, results: list[Result[Any]], shards: list[str]
+    session: ShardedSessionBase, plan: FanOutPlan, results: list[Result[Any]], shards: list[str]
 ) -> Result[Any]:
     dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
 
@@ -534,7 +532,7 @@ def _streams(statement: Any, options: Mapping[str, Any]) -> bool:
 
 
 def _stream(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     plan: FanOutPlan,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
@@ -633,7 +631,7 @@ def _selects_objects(statement: Any) -> bool:
     return any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
 
 
-def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
+def _in_parallel(session: ShardedSessionBase, statement: Any) -> bool:
     """Whether a fan-out may run on connections of its own, one per shard at once.
 
     Only server databases (not SQLite). Only for a session with no ``do_orm_execute``

@@ -18,7 +18,7 @@ models share, since their tokens would be read as each other's.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.apps import apps as global_apps
 from django.db import models
@@ -27,10 +27,8 @@ from ...errors import PublicIdError
 from ...ids.public import Kind, PublicIds
 from .. import conf
 
-if TYPE_CHECKING:
-    from ..fields import UidField
-
 __all__ = [
+    "PublicField",
     "PublicIdDescriptor",
     "add_public_id",
     "attribute_name",
@@ -43,12 +41,32 @@ __all__ = [
     "token_prefix",
 ]
 
+
+class PublicField(Protocol):
+    """What this module reads of a uid field with a prefix (``fields.UidField`` is one).
+
+    Declared here, below the fields: the fields build on this module (``add_public_id``
+    when a field joins its model), so it names what it reads instead of importing them.
+    """
+
+    @property
+    def public_prefix(self) -> str | None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def attname(self) -> str: ...
+    @property
+    def primary_key(self) -> bool: ...
+    @property
+    def model(self) -> type[models.Model]: ...
+
+
 #: The uid field of each prefix, among the concrete models of the project's registry
 #: (models of other registries, such as migrations' historical ones, have no prefix).
-_FIELDS: dict[str, UidField] = {}
+_FIELDS: dict[str, PublicField] = {}
 
 
-def kind_of(field: models.Field[Any, Any]) -> Kind | None:
+def kind_of(field: object) -> Kind | None:
     """What a field's tokens hold: ``"int"`` ids, ``"uuid"`` values, or None (text ids,
     which have no public form)."""
     if isinstance(field, models.UUIDField):
@@ -58,7 +76,7 @@ def kind_of(field: models.Field[Any, Any]) -> Kind | None:
     return None
 
 
-def codec_for(field: UidField) -> PublicIds:
+def codec_for(field: PublicField) -> PublicIds:
     """The codec of a field with a ``public_prefix``, from the settings' keys (made at
     first use, made again when ``UID_FIELDS`` changes). A ``ConfigurationError`` saying
     what to set when no keys are configured."""
@@ -68,7 +86,7 @@ def codec_for(field: UidField) -> PublicIds:
     return conf.uid_config().public_ids(prefix, kind=kind_of(field))
 
 
-def attribute_name(field: UidField) -> str:
+def attribute_name(field: PublicField) -> str:
     """``public_id`` for a primary key, ``<name>_public_id`` for another field."""
     return "public_id" if field.primary_key else f"{field.name}_public_id"
 
@@ -76,7 +94,7 @@ def attribute_name(field: UidField) -> str:
 class PublicIdDescriptor:
     """``obj.public_id``: the token of the field's value (None while it has none)."""
 
-    def __init__(self, field: UidField) -> None:
+    def __init__(self, field: PublicField) -> None:
         self.field = field
 
     def __get__(self, instance: models.Model | None, owner: type) -> Any:
@@ -95,7 +113,7 @@ class PublicIdDescriptor:
         )
 
 
-def add_public_id(field: UidField, cls: type[models.Model], name: str) -> None:
+def add_public_id(field: PublicField, cls: type[models.Model], name: str) -> None:
     """Called when a uid field joins a model class: the ``public_id`` attribute, and the
     prefix registered for URL converters (concrete models of the project's registry)."""
     prefix = field.public_prefix
@@ -108,7 +126,7 @@ def add_public_id(field: UidField, cls: type[models.Model], name: str) -> None:
         _FIELDS.setdefault(prefix, field)
 
 
-def field_for_prefix(prefix: str) -> UidField | None:
+def field_for_prefix(prefix: str) -> PublicField | None:
     """The uid field whose tokens start with ``prefix_`` (None if no model has it)."""
     return _FIELDS.get(prefix)
 
@@ -119,7 +137,7 @@ def token_prefix(token: str) -> str:
     return head.lower() if head.isascii() else ""
 
 
-def decode_token(token: object, field: UidField | None = None) -> Any:
+def decode_token(token: object, field: PublicField | None = None) -> Any:
     """The stored id a token stands for: of ``field``'s model, or of whichever model's
     prefix the token carries. ``PublicIdError`` (a ``ValueError``) for a token of no
     model here, or one that does not decode."""
@@ -132,7 +150,7 @@ def decode_token(token: object, field: UidField | None = None) -> Any:
     return codec_for(field).decode(token)
 
 
-def canonical_token(token: str, field: UidField | None = None) -> str:
+def canonical_token(token: str, field: PublicField | None = None) -> str:
     """The canonical spelling of a token of ``field``'s model (or of the model its
     prefix names): ``PublicIds.canonical``. ``PublicIdError`` as ``decode_token``."""
     if field is None:

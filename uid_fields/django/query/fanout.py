@@ -10,7 +10,8 @@ import threading
 import time
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DatabaseError, connections, models
@@ -34,16 +35,43 @@ from ..connections import pool_connections  # noqa: F401  (pool connections foll
 from ..connections.fences import FENCE_TRANSLATOR
 from ..connections.replicas import WRITE_WATCHER, read_alias, read_pins
 
-if TYPE_CHECKING:
-    from .query import ShardedQuerySet
+__all__ = [
+    "FanOutPlan",
+    "OrderTerm",
+    "gather",
+    "merged_rows",
+    "model_page",
+    "order_terms",
+    "streamed_rows",
+]
 
-__all__ = ["OrderTerm", "gather", "merged_rows", "model_page", "order_terms", "streamed_rows"]
+#: A query of one shard, run as Django runs it (the sharded QuerySet's per-shard clones).
+ShardQuery = models.QuerySet[Any]
 
 #: (attribute name, descending, explicit nulls position or None)
 OrderTerm = tuple[str, bool, merge.NullsOrder | None]
 
 
-def order_terms(qs: ShardedQuerySet) -> list[OrderTerm]:
+@dataclass(frozen=True)
+class FanOutPlan:
+    """What merging one query's shards needs, read from the query before any shard runs.
+
+    The sharded QuerySet makes it (``FanOutPlan.of``) and hands it down with the
+    queries of its shards: the fan-out reads the plan, never the QuerySet above it. An
+    ordering the merge cannot repeat is refused while the plan is made.
+    """
+
+    model: type[models.Model]
+    terms: list[OrderTerm]  # the ordering, as the merge repeats it
+    iterable: type  # what the query yields: models, dicts, tuples or flat values
+    names: list[str]  # the names given to values()/values_list() (empty: every field)
+
+    @classmethod
+    def of(cls, qs: models.QuerySet[Any]) -> FanOutPlan:
+        return cls(qs.model, order_terms(qs), iterable_class(qs), selected_names(qs))
+
+
+def order_terms(qs: models.QuerySet[Any]) -> list[OrderTerm]:
     """The query's ordering as (attribute, descending, nulls) terms, in the order a
     database applies them: ``order_by()`` or ``Meta.ordering`` (else the primary key),
     reversed by ``reverse()``. Field names, ``"-name"``, ``F("name")`` and
@@ -98,27 +126,26 @@ def _attname(model: type[models.Model], name: str) -> str | None:
     return getattr(field, "attname", None)
 
 
-def merged_rows(qs: ShardedQuerySet, shards: list[ShardedQuerySet]) -> list[Any]:
+def merged_rows(plan: FanOutPlan, shards: Sequence[ShardQuery]) -> list[Any]:
     """The rows of every shard, sorted by the query's ordering by the core's merge rules.
 
     Values querysets that do not select their ordering columns fetch them as well and
     drop them after sorting, so the merge never falls back to shard order.
     """
-    terms = order_terms(qs)
     aliases = [shard.db for shard in shards]
     vendors = [connections[alias].vendor for alias in aliases]
-    ranker = _text_ranker(qs.model, aliases[0]) if aliases else None
-    shape = _Shape(qs, terms)
+    ranker = _text_ranker(plan.model, aliases[0]) if aliases else None
+    shape = _Shape(plan)
     parts = gather(shards, lambda shard: list(shape.rows(shard)))
     rows = merge.merge_rows(parts, shape.keys, vendors, text_ranks=ranker)
     return shape.finish(rows)
 
 
 def model_page(
-    qs: ShardedQuerySet,
-    first: ShardedQuerySet,
+    plan: FanOutPlan,
+    first: ShardQuery,
     primaries: Sequence[str],
-    shard_queries: Callable[[], list[ShardedQuerySet]],
+    shard_queries: Callable[[], Sequence[ShardQuery]],
     low: int,
     high: int | None,
 ) -> list[Any] | None:
@@ -140,14 +167,13 @@ def model_page(
     compiled = CompiledSelect.of(first, aliases[0])
     if compiled is None:
         return None
-    terms = order_terms(qs)
     keys = []
-    for name, descending, nulls in terms:
+    for name, descending, nulls in plan.terms:
         position = compiled.position(name)
         if position is None:
             return None
         keys.append(merge.SortKey(_column(position), descending, nulls, name))
-    ranker = _text_ranker(qs.model, aliases[0])
+    ranker = _text_ranker(plan.model, aliases[0])
     parts = _at_once(compiled, aliases) if vendors[0] == "postgresql" else None
     if parts is None:
         parts = gather(
@@ -244,7 +270,7 @@ def _interruptible_raw(raw: Any) -> None:
 
 
 def streamed_rows(
-    qs: ShardedQuerySet, shards: list[ShardedQuerySet], chunk_size: int
+    plan: FanOutPlan, shards: Sequence[ShardQuery], chunk_size: int
 ) -> Iterator[Any] | None:
     """The rows of every shard in the query's order, read as a stream: each shard's
     cursor in chunks of ``chunk_size`` (a server-side cursor on PostgreSQL), merged by
@@ -256,15 +282,15 @@ def streamed_rows(
     per thread and a cursor is read where it was opened), so inside ``atomic`` the
     stream sees the transaction, as ``list()`` of the query would.
     """
-    terms = order_terms(qs)
+    terms = plan.terms
     aliases = _chosen_reads(shards)
     vendors = [connections[alias].vendor for alias in aliases]
-    ranker = _text_ranker(qs.model, aliases[0]) if aliases else None
-    text_keys = {name for name, _, _ in terms if _is_text(qs.model, name)}
+    ranker = _text_ranker(plan.model, aliases[0]) if aliases else None
+    text_keys = {name for name, _, _ in terms if _is_text(plan.model, name)}
     for name in text_keys:
         if not streams.text_streams(merge.SortKey(_no_value, name=name), ranker):
             return None
-    shape = _Shape(qs, terms)
+    shape = _Shape(plan)
     parts = [shape.rows(shard, chunk_size) for shard in shards]
     merged = streams.merge_streams(parts, shape.keys, vendors, text_keys=text_keys)
     return shape.each(merged)
@@ -288,9 +314,10 @@ class _Shape:
     querysets fetch the ordering columns too, as tuples, and drop them after the merge.
     """
 
-    def __init__(self, qs: ShardedQuerySet, terms: list[OrderTerm]) -> None:
-        self.iterable = iterable_class(qs)
-        self.names = selected_names(qs)
+    def __init__(self, plan: FanOutPlan) -> None:
+        terms = plan.terms
+        self.iterable = plan.iterable
+        self.names = list(plan.names)
         self.plain = issubclass(self.iterable, ModelIterable) or (
             self.iterable is ValuesIterable and not self.names
         )
@@ -300,9 +327,9 @@ class _Shape:
             )
             self.wanted: list[str] = []
         else:
-            names = self.names or [f.attname for f in qs.model._meta.concrete_fields]
+            names = self.names or [f.attname for f in plan.model._meta.concrete_fields]
             self.names = names
-            pk_name = qs.model._meta.pk.attname
+            pk_name = plan.model._meta.pk.attname
             columns = [pk_name if n == "pk" else n for n in names]
             extra = [name for name, _, _ in terms if name not in columns]
             self.wanted = [*names, *extra]
@@ -386,7 +413,7 @@ def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
     return rank
 
 
-def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> list[Any]:
+def gather(shards: Sequence[ShardQuery], work: Callable[[Any], Any]) -> list[Any]:
     """``work(shard)`` for each shard's queryset, in order: at the same time (on the
     core's bounded pool, each worker thread with its own connections) when every shard is
     a server database (not SQLite) and none has a transaction open in this thread: work
@@ -406,7 +433,7 @@ def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> lis
     )
 
 
-def _chosen_reads(shards: Sequence[ShardedQuerySet]) -> list[str]:
+def _chosen_reads(shards: Sequence[ShardQuery]) -> list[str]:
     """The database each shard's query reads (a replica or the primary), chosen once."""
     read_pins()  # made here, so the pool's workers share this request's pins
     aliases = [shard.db for shard in shards]

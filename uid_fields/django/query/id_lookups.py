@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
@@ -16,9 +16,6 @@ from django.db.models import Q
 from ...placement import all_of, any_of
 from ...placement.conditions import Databases
 from ..fields import UidField
-
-if TYPE_CHECKING:
-    from .query import ShardedQuerySet
 
 __all__ = [
     "ROUTING_LOOKUPS",
@@ -63,15 +60,21 @@ def lookup_values(value: Any, kind: str) -> list[Any] | None:
     return list(value) if is_id_list(value) else None
 
 
-def joined_shards(a: ShardedQuerySet, b: Any, *, any_of: bool) -> tuple[str, ...] | None:
+def joined_shards(a: models.QuerySet[Any], b: Any, *, any_of: bool) -> tuple[str, ...] | None:
     """The shards of ``a | b`` (any_of) or ``a & b``; None where either is unrouted."""
-    first = a._shard_aliases if a._db is None else (a._db,)
-    second = getattr(b, "_shard_aliases", None) if getattr(b, "_db", None) is None else (b._db,)
+    first, second = _shards_of(a), _shards_of(b)
     if first is None or second is None:
         return None if any_of else (first or second)
     if any_of:
         return tuple(dict.fromkeys((*first, *second)))
     return tuple(x for x in first if x in second) or first[:1]
+
+
+def _shards_of(qs: Any) -> tuple[str, ...] | None:
+    """The database a query names, else the shards the sharded QuerySet routed it to
+    (None: unrouted, or a QuerySet of no sharded model)."""
+    db = getattr(qs, "_db", None)
+    return (db,) if db is not None else getattr(qs, "_shard_aliases", None)
 
 
 def _is_expression(value: Any) -> bool:

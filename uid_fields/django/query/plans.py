@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connections, models
 from django.db.models import (
@@ -65,9 +65,7 @@ from ..compat import (
     with_annotations,
 )
 from .fanout import _text_ranker, gather
-
-if TYPE_CHECKING:
-    from .query import ShardedQuerySet
+from .vetting import joins_stay_on_the_shard
 
 __all__ = ["aggregate", "planned", "results"]
 
@@ -94,14 +92,14 @@ def _kind(expression: Any) -> str:
 # -- which fan-outs the planner answers ---------------------------------------------------
 
 
-def planned(qs: ShardedQuerySet[Any]) -> bool:
+def planned(qs: models.QuerySet[Any]) -> bool:
     """Whether ``qs`` over shards needs the core's merge: groups that may span shards,
     or DISTINCT values without the primary key. Other fan-outs are rows each shard
     answers whole (model instances, values with the key, groups of one row each) and
     take the row paths."""
     group_by = grouping(qs)
     if group_by is not None:
-        return not (qs._groups_by_row() and qs._joins_stay_on_the_shard())
+        return not (_groups_by_row(qs) and joins_stay_on_the_shard(qs.query, qs.model))
     if not qs.query.distinct or issubclass(iterable_class(qs), ModelIterable):
         return False
     names = selected_names(qs)
@@ -151,7 +149,18 @@ def _entry(name: str, expression: Any, hidden: bool = False) -> tuple[_Entry, li
     return _Entry(name, expression, kind, hidden), refused
 
 
-def _describe(qs: ShardedQuerySet[Any], aggregates: dict[str, Any] | None = None) -> _Described:
+def _groups_by_row(qs: models.QuerySet[Any]) -> bool:
+    """Whether GROUP BY includes the primary key: each group is one row of one shard
+    (and, when every table it joins is co-located, ``joins_stay_on_the_shard``,
+    complete there: ``annotate(Count("purchases"))`` merges as the shards' rows)."""
+    group_by = qs.query.group_by
+    if group_by is True:
+        return True
+    pk = qs.model._meta.pk
+    return isinstance(group_by, tuple) and any(getattr(e, "target", None) is pk for e in group_by)
+
+
+def _describe(qs: models.QuerySet[Any], aggregates: dict[str, Any] | None = None) -> _Described:
     refused: list[str] = []
     entries: list[_Entry] = []
     source: Any = qs
@@ -209,7 +218,7 @@ def _describe(qs: ShardedQuerySet[Any], aggregates: dict[str, Any] | None = None
     return _Described(source, entries, statement, refused, dict(aggregates or {}))
 
 
-def _text_source(qs: ShardedQuerySet[Any], entry: _Entry) -> Any:
+def _text_source(qs: models.QuerySet[Any], entry: _Entry) -> Any:
     """What decides whether an output compares as text: a field's column, an
     annotation's output, a DISTINCT aggregate's argument."""
     if entry.expression is None:
@@ -225,7 +234,7 @@ def _text_source(qs: ShardedQuerySet[Any], entry: _Entry) -> Any:
     return entry.expression
 
 
-def _unselected_keys(qs: ShardedQuerySet[Any]) -> list[str] | None:
+def _unselected_keys(qs: models.QuerySet[Any]) -> list[str] | None:
     """The fields of the model the query groups by without selecting them
     (``values("name").annotate(n=...).values("n")``): each shard selects them too, as
     hidden outputs. None when a key is something else (a joined column, an expression)."""
@@ -257,7 +266,7 @@ def _index(entries: list[_Entry], name: str, model: Any) -> int | None:
 
 
 def _ordering(
-    qs: ShardedQuerySet[Any], entries: list[_Entry], grouped: bool, refused: list[str]
+    qs: models.QuerySet[Any], entries: list[_Entry], grouped: bool, refused: list[str]
 ) -> tuple[Ordering, ...]:
     """The ORDER BY over outputs. Grouped queries ignore ``Meta.ordering`` (as Django
     does); an ungrouped one orders by a field it does not select through a hidden
@@ -314,7 +323,7 @@ def _is_field(model: Any, name: str) -> bool:
 
 
 def _condition(
-    node: Any, qs: ShardedQuerySet[Any], entries: list[_Entry], refused: list[str]
+    node: Any, qs: models.QuerySet[Any], entries: list[_Entry], refused: list[str]
 ) -> Any:
     """A HAVING tree as the core's ``Condition`` over outputs (a hidden output for an
     aggregate only filtered on)."""
@@ -347,7 +356,7 @@ def _condition(
 
 
 def _annotation_output(
-    lhs: Any, qs: ShardedQuerySet[Any], entries: list[_Entry], refused: list[str]
+    lhs: Any, qs: models.QuerySet[Any], entries: list[_Entry], refused: list[str]
 ) -> int | None:
     if isinstance(lhs, Ref):
         lhs = getattr(lhs, "source", lhs)
@@ -389,9 +398,10 @@ class _Run:
     def __init__(self, described: _Described, plan: planner.Plan) -> None:
         self.described, self.plan = described, plan
 
-    def parts(self, qs: ShardedQuerySet[Any]) -> tuple[list[list[tuple[Any, ...]]], list[str]]:
+    def parts(
+        self, qs: models.QuerySet[Any], aliases: Sequence[str]
+    ) -> tuple[list[list[tuple[Any, ...]]], list[str]]:
         plan, entries = self.plan, self.described.entries
-        aliases = list(qs._shard_aliases or ())
         template: Any
         if plan.kind == "rows":
             template = limited(qs, plan.limit).values_list(*[e.name for e in entries])
@@ -402,7 +412,7 @@ class _Run:
         parts = gather(shards, work)
         return parts, [shard.db for shard in shards]
 
-    def _grouped(self, qs: ShardedQuerySet[Any]) -> tuple[Any, Callable[[Any], Any]]:
+    def _grouped(self, qs: models.QuerySet[Any]) -> tuple[Any, Callable[[Any], Any]]:
         plan, entries = self.plan, self.described.entries
         annotations = all_annotations(self.described.qs.query)
         dropped = [n for n, e in annotations.items() if getattr(e, "contains_aggregate", False)]
@@ -436,10 +446,12 @@ class _Run:
         return shaped.values_list(*names), lambda shard: [tuple(r) for r in shard]
 
 
-def _combined(qs: ShardedQuerySet[Any], described: _Described) -> list[tuple[Any, ...]]:
+def _combined(
+    qs: models.QuerySet[Any], described: _Described, shards: Sequence[str]
+) -> list[tuple[Any, ...]]:
     plan = planner.plan(described.statement)
     run = _Run(described, plan)
-    parts, aliases = run.parts(qs)
+    parts, aliases = run.parts(qs, shards)
     vendors = [connections[alias].vendor for alias in aliases]
     ranker = _text_ranker(qs.model, aliases[0]) if aliases else None
     rows = combine(plan, parts, vendors, text_ranks=ranker)
@@ -456,16 +468,17 @@ def _combined(qs: ShardedQuerySet[Any], described: _Described) -> list[tuple[Any
     return rows
 
 
-def results(qs: ShardedQuerySet[Any]) -> list[Any]:
-    """The rows of a planned fan-out (``planned``), in the form the queryset yields."""
+def results(qs: models.QuerySet[Any], shards: Sequence[str]) -> list[Any]:
+    """The rows of a planned fan-out (``planned``) over the databases ``shards``, in the
+    form the queryset yields."""
     described = _describe(qs)
-    rows = _combined(qs, described)
+    rows = _combined(qs, described, shards)
     names = [e.name for e in described.entries if not e.hidden]
     return _shaped(qs, names, rows)
 
 
 def _shaped(
-    qs: ShardedQuerySet[Any], names: list[str], rows: Sequence[tuple[Any, ...]]
+    qs: models.QuerySet[Any], names: list[str], rows: Sequence[tuple[Any, ...]]
 ) -> list[Any]:
     iterable = iterable_class(qs)
     if iterable is ValuesIterable:
@@ -482,8 +495,11 @@ def _shaped(
     return tuples
 
 
-def aggregate(qs: ShardedQuerySet[Any], expressions: dict[str, Any]) -> dict[str, Any]:
-    """``qs.aggregate(**expressions)`` over shards, combined exactly or refused."""
+def aggregate(
+    qs: models.QuerySet[Any], expressions: dict[str, Any], shards: Sequence[str]
+) -> dict[str, Any]:
+    """``qs.aggregate(**expressions)`` over the databases ``shards``, combined exactly or
+    refused."""
     low, high = limits(qs)
     found = []
     if low or high is not None:
@@ -502,5 +518,5 @@ def aggregate(qs: ShardedQuerySet[Any], expressions: dict[str, Any]) -> dict[str
         and any(getattr(e.expression, "distinct", False) for e in described.entries)
     ):
         planner.refuse(["aggregate(DISTINCT ...) with other aggregates of a distinct() query"])
-    (row,) = _combined(qs, described)
+    (row,) = _combined(qs, described, shards)
     return dict(zip(expressions, row, strict=True))

@@ -30,7 +30,7 @@ from ..relations.relation_filters import refuse_paths, rewrite_filter
 from ..routing import colocated, family_keys, parent_link, refuses_unrouted, sharded_pk
 from ..unique import unique_lookup_databases, validating_unique
 from . import plans, vetting
-from .fanout import gather, merged_rows, model_page, order_terms, streamed_rows
+from .fanout import FanOutPlan, gather, merged_rows, model_page, streamed_rows
 from .followers import clean_parent_lookups, parent_databases
 from .id_lookups import (
     ROUTING_LOOKUPS,
@@ -411,31 +411,11 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         (``vetting.refusals``), before any query runs: every fan-out path asks."""
         vetting.vet(self)
 
-    def _groups_by_row(self) -> bool:
-        """Whether GROUP BY includes the primary key: each group is one row of one shard."""
-        group_by = self.query.group_by
-        if group_by is True:
-            return True
-        pk = self.model._meta.pk
-        return isinstance(group_by, tuple) and any(
-            getattr(e, "target", None) is pk for e in group_by
-        )
-
-    def _joins_stay_on_the_shard(self) -> bool:
-        """Whether every table the query joins holds rows co-located with this model's.
-
-        ``annotate(Count("purchases"))`` groups by each row: with co-located children
-        every group is complete on its shard, so the shards' rows merge as they are. So
-        with every level of a family (``Count("projects__tasks")``) and the table of a
-        many-to-many relation inside it.
-        """
-        return vetting.joins_stay_on_the_shard(self.query, self.model)
-
     def _fanout_results(self) -> list[Any]:
         self._refuse_uncombinable()
         if plans.planned(self):  # groups that span shards, DISTINCT values: the core merges
-            return plans.results(self)
-        order_terms(self)  # an ordering the merge cannot repeat is refused before any query
+            return plans.results(self, self._shard_aliases or ())
+        plan = FanOutPlan.of(self)  # an ordering the merge cannot repeat is refused here
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
         )
@@ -451,9 +431,9 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         page = None
         if self._builds_models() and aliases:
             first = joined._for_alias(aliases[0], order_by_pk=not explicit)
-            page = model_page(self, first, aliases, shard_queries, low, high)
+            page = model_page(plan, first, aliases, shard_queries, low, high)
         if page is None:
-            page = merged_rows(self, shard_queries())[low:high]
+            page = merged_rows(plan, shard_queries())[low:high]
         else:
             primaries = replica_primaries()
             for obj in page if primaries else ():
@@ -468,15 +448,15 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         cannot stream (text under a linguistic collation) is merged whole instead."""
         self._refuse_uncombinable()
         if plans.planned(self):
-            return iter(plans.results(self))
-        order_terms(self)
+            return iter(plans.results(self, self._shard_aliases or ()))
+        plan = FanOutPlan.of(self)
         explicit = bool(self.query.order_by) or bool(
             self.model._meta.ordering and self.query.default_ordering
         )
         aliases = self._shard_aliases or ()
         joined, hops = split_select_related(self, lambda: aliases)
         shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
-        rows = streamed_rows(self, shards, chunk_size)
+        rows = streamed_rows(plan, shards, chunk_size)
         if rows is None:
             return iter(self._fanout_results())
         rows = islice(rows, self.query.low_mark, self.query.high_mark)
@@ -559,7 +539,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             return len(self._fanout_results())
         self._refuse_uncombinable()
         if plans.planned(self):
-            return len(plans.results(self))
+            return len(plans.results(self, self._shard_aliases or ()))
         # each shard's rows (distinct ones too: they differ by their key) are its own
         return sum(self._per_shard(lambda shard: shard.count()))
 
@@ -573,7 +553,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             return bool(self._fanout_results())
         self._refuse_uncombinable()
         if plans.planned(self):
-            return bool(plans.results(self))
+            return bool(plans.results(self, self._shard_aliases or ()))
         return any(self._per_shard(lambda shard: shard.exists()))
 
     def aggregate(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -583,7 +563,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         self._refuse_uncombinable()
         for arg in args:
             kwargs[arg.default_alias] = arg
-        return plans.aggregate(self, kwargs)
+        return plans.aggregate(self, kwargs, self._shard_aliases or ())
 
     def in_bulk(
         self, id_list: Iterable[Any] | None = None, *, field_name: str = "pk"

@@ -38,9 +38,6 @@ from . import vetting
 from .concurrent_writes import concurrent_inserts, run_on_caller_connections
 from .new_objects import fetch_database_ids, fill_ids, new_ids_in, refuse_id_moves
 
-if TYPE_CHECKING:
-    from .query import ShardedQuerySet
-
 __all__ = ["ShardedWritesMixin"]
 
 _M = TypeVar("_M", bound=models.Model, covariant=True)
@@ -62,9 +59,9 @@ class ShardedWritesMixin(models.QuerySet[_M]):
         def _aliases_for(
             self, kwargs: dict[str, Any], args: Iterable[Any] = ()
         ) -> set[str] | None: ...
-        def _for_alias(self, alias: str, *, order_by_pk: bool = False) -> ShardedQuerySet[Any]: ...
+        def _for_alias(self, alias: str, *, order_by_pk: bool = False) -> Self: ...
         def on_all_shards(self) -> Self: ...
-        def _lookup_scope(self, kwargs: dict[str, Any]) -> ShardedQuerySet[Any]: ...
+        def _lookup_scope(self, kwargs: dict[str, Any]) -> Self: ...
         def _extract_model_params(self, defaults: Any, **kwargs: Any) -> dict[str, Any]: ...
 
     # -- writes --------------------------------------------------------------------------
@@ -182,6 +179,7 @@ class ShardedWritesMixin(models.QuerySet[_M]):
                 create_defaults if create_defaults is not None else defaults, **kwargs
             )
         alias = found._state.db
+        assert alias is not None  # a row read from a database knows which one
         self._check_transaction([alias])
         with transaction.atomic(using=alias):
             obj = self._for_alias(alias).select_for_update().get(pk=found.pk)

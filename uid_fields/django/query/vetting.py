@@ -13,7 +13,7 @@ shard key. Read by ``plans`` and by every fan-out path of ``query`` before any q
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.apps import apps
 from django.db import models
@@ -38,13 +38,10 @@ from ..compat import (
 )
 from ..routing import colocated, relation_of
 
-if TYPE_CHECKING:
-    from .query import ShardedQuerySet
-
 __all__ = ["joins_stay_on_the_shard", "refusals", "vet", "vet_write"]
 
 
-def refusals(qs: ShardedQuerySet[Any]) -> list[str]:
+def refusals(qs: models.QuerySet[Any]) -> list[str]:
     """Every construct of ``qs`` whose answer over shards is not proven exact, named as
     a user would recognise it."""
     found: list[str] = []
@@ -95,7 +92,13 @@ def _not_co_located(query: Any, model: Any) -> str | None:
 
 
 def joins_stay_on_the_shard(query: Any, model: Any) -> bool:
-    """Whether every table ``query`` reads holds rows co-located with ``model``'s."""
+    """Whether every table ``query`` reads holds rows co-located with ``model``'s.
+
+    ``annotate(Count("purchases"))`` groups by each row: with co-located children every
+    group is complete on its shard, so the shards' rows merge as they are. So with every
+    level of a family (``Count("projects__tasks")``) and the table of a many-to-many
+    relation inside it.
+    """
     return _not_co_located(query, model) is None
 
 
@@ -188,7 +191,7 @@ def _placed_by(key: Any, target: Any) -> bool:
     )
 
 
-def vet(qs: ShardedQuerySet[Any]) -> None:
+def vet(qs: models.QuerySet[Any]) -> None:
     """``UnmergeableQueryError`` naming the first construct of ``qs`` not proven to
     decompose, before any query runs."""
     planner.refuse(refusals(qs))
