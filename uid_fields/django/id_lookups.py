@@ -15,6 +15,7 @@ from django.db.models import Q
 
 from ..placement import all_of, any_of
 from ..placement.conditions import Databases
+from . import compat
 from .fields import UidField
 
 if TYPE_CHECKING:
@@ -65,8 +66,10 @@ def lookup_values(value: Any, kind: str) -> list[Any] | None:
 
 def joined_shards(a: ShardedQuerySet, b: Any, *, any_of: bool) -> tuple[str, ...] | None:
     """The shards of ``a | b`` (any_of) or ``a & b``; None where either is unrouted."""
-    first = a._shard_aliases if a._db is None else (a._db,)
-    second = getattr(b, "_shard_aliases", None) if getattr(b, "_db", None) is None else (b._db,)
+    pinned_a = compat.explicit_database(a)
+    first = a._shard_aliases if pinned_a is None else (pinned_a,)
+    pinned_b = compat.explicit_database(b) if isinstance(b, models.QuerySet) else None
+    second = getattr(b, "_shard_aliases", None) if pinned_b is None else (pinned_b,)
     if first is None or second is None:
         return None if any_of else (first or second)
     if any_of:
