@@ -554,6 +554,35 @@ def limits(queryset: models.QuerySet[Any]) -> tuple[int, int | None]:
     return int(queryset.query.low_mark), queryset.query.high_mark
 
 
+def reslice(queryset: models.QuerySet[Any], high: int | None) -> None:
+    """Replace the slice of ``queryset`` (a fresh clone) by ``[:high]`` (None: none)."""
+    queryset.query.clear_limits()
+    if high is not None:
+        queryset.query.set_limits(0, high)
+
+
+def explicitly_ordered(queryset: models.QuerySet[Any]) -> bool:
+    """Whether the query has an ordering of its own (``order_by()``, or the model's
+    ``Meta.ordering`` that ``order_by()`` did not clear)."""
+    query = queryset.query
+    return bool(query.order_by) or bool(queryset.model._meta.ordering and query.default_ordering)
+
+
+def is_distinct(queryset: models.QuerySet[Any]) -> bool:
+    """Whether the query is ``distinct()`` (with or without fields)."""
+    return bool(queryset.query.distinct)
+
+
+def has_order_by(queryset: models.QuerySet[Any]) -> bool:
+    """Whether ``order_by()`` named an ordering (the model's ``Meta.ordering`` aside)."""
+    return bool(queryset.query.order_by)
+
+
+def match_nothing(queryset: models.QuerySet[Any]) -> None:
+    """Make ``queryset`` (a fresh clone) match no row, as ``none()`` does."""
+    queryset.query.set_empty()
+
+
 def limited(queryset: models.QuerySet[Any], high: int | None) -> models.QuerySet[Any]:
     """``queryset`` with its slice replaced by ``[:high]`` (None: no slice)."""
     clone = queryset._chain()  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ from .compat import (
     ValuesIterable,
     iterable_class,
     known_related_objects,
+    ordering_request,
     related_populators,
     selected_names,
 )
@@ -159,12 +160,9 @@ def order_terms(qs: ShardedQuerySet) -> list[OrderTerm]:
     reversed by ``reverse()``. Field names, ``"-name"``, ``F("name")`` and
     ``F("name").asc(nulls_first=True)`` / ``.desc(nulls_last=True)`` merge; anything else
     (a related path, an expression, ``"?"``) is refused before a query runs."""
-    query = qs.query
-    ordering = list(
-        query.order_by or (qs.model._meta.ordering if query.default_ordering else [])
-    ) or ["pk"]
-    terms = [_term(qs.model, item) for item in ordering]
-    if not query.standard_ordering:  # reverse(), as last() uses
+    ordering, standard = ordering_request(qs)
+    terms = [_term(qs.model, item) for item in ordering or ["pk"]]
+    if not standard:  # reverse(), as last() uses
         terms = [(n, not d, merge.reversed_nulls(nulls)) for n, d, nulls in terms]
     return terms
 

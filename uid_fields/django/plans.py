@@ -41,6 +41,7 @@ from django.db.models.lookups import Lookup
 from ..ops import planner
 from ..ops.combine import combine
 from ..ops.planner import Condition, Ordering, Output, Statement
+from . import compat
 from .compat import (
     FlatValuesListIterable,
     ModelIterable,
@@ -102,7 +103,7 @@ def planned(qs: ShardedQuerySet[Any]) -> bool:
     group_by = grouping(qs)
     if group_by is not None:
         return not (qs._groups_by_row() and qs._joins_stay_on_the_shard())
-    if not qs.query.distinct or issubclass(iterable_class(qs), ModelIterable):
+    if not compat.is_distinct(qs) or issubclass(iterable_class(qs), ModelIterable):
         return False
     names = selected_names(qs)
     pk = qs.model._meta.pk
@@ -199,7 +200,7 @@ def _describe(qs: ShardedQuerySet[Any], aggregates: dict[str, Any] | None = None
     statement = Statement(
         outputs,
         group_by=group_by,
-        distinct=bool(qs.query.distinct) and not grouped,
+        distinct=compat.is_distinct(qs) and not grouped,
         order=order,
         limit=None if high is None else high - low,
         offset=low,
@@ -263,7 +264,7 @@ def _ordering(
     does); an ungrouped one orders by a field it does not select through a hidden
     output (Django selects it too, so DISTINCT sees it)."""
     items, standard = ordering_request(qs)
-    if grouped and not qs.query.order_by:
+    if grouped and not compat.has_order_by(qs):
         items = []
     order = []
     for item in items:
@@ -495,7 +496,7 @@ def aggregate(qs: ShardedQuerySet[Any], expressions: dict[str, Any]) -> dict[str
     planner.refuse(found)
     described = _describe(qs, expressions)
     if (
-        qs.query.distinct
+        compat.is_distinct(qs)
         and any(
             e.aggregate and not getattr(e.expression, "distinct", False) for e in described.entries
         )

@@ -330,7 +330,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             self._narrow(set())  # a malformed id matches no row: DoesNotExist, a 404
             return
         if impossible and not negate:
-            self.query.set_empty()
+            compat.match_nothing(self)
         if negate or self._pinned is not None:
             return
         aliases = self._aliases_for(kwargs, args)
@@ -395,7 +395,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         assert current, f"{self.model.__name__} does not live on shards"
         kept = tuple(a for a in current if a in aliases)
         if not kept:
-            self.query.set_empty()
+            compat.match_nothing(self)
             kept = current[:1]
         self._shard_aliases = kept
 
@@ -404,12 +404,11 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         clone = compat.chained(self)
         clone._shard_aliases = None
         compat.set_explicit_database(clone, alias)
-        high = self.query.high_mark
-        clone.query.clear_limits()
+        high = compat.limits(self)[1]
+        compat.reslice(clone, None)  # order_by() refuses a sliced query
         if order_by_pk:
             clone = clone.order_by("pk")
-        if high is not None:
-            clone.query.set_limits(0, high)
+        compat.reslice(clone, high)
         return clone
 
     def _lookup_scope(self, kwargs: dict[str, Any]) -> ShardedQuerySet:
@@ -428,7 +427,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
 
     def _groups_by_row(self) -> bool:
         """Whether GROUP BY includes the primary key: each group is one row of one shard."""
-        group_by = self.query.group_by
+        group_by = compat.grouping(self)
         if group_by is True:
             return True
         pk = self.model._meta.pk
@@ -451,18 +450,16 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         if plans.planned(self):  # groups that span shards, DISTINCT values: the core merges
             return plans.results(self)
         order_terms(self)  # an ordering the merge cannot repeat is refused before any query
-        explicit = bool(self.query.order_by) or bool(
-            self.model._meta.ordering and self.query.default_ordering
-        )
+        explicit = compat.explicitly_ordered(self)
         aliases = self._shard_aliases or ()
-        warn_deep_offset(self.model, self.query.low_mark, len(aliases))  # DEBUG only
+        low, high = compat.limits(self)
+        warn_deep_offset(self.model, low, len(aliases))
         # Relations on other databases are loaded once, for the merged page of rows.
         joined, hops = split_select_related(self, lambda: aliases)
 
         def shard_queries() -> list[ShardedQuerySet]:
             return [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
 
-        low, high = self.query.low_mark, self.query.high_mark
         page = None
         if self._builds_models() and aliases:
             first = joined._for_alias(aliases[0], order_by_pk=not explicit)
@@ -485,16 +482,14 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         if plans.planned(self):
             return iter(plans.results(self))
         order_terms(self)
-        explicit = bool(self.query.order_by) or bool(
-            self.model._meta.ordering and self.query.default_ordering
-        )
+        explicit = compat.explicitly_ordered(self)
         aliases = self._shard_aliases or ()
         joined, hops = split_select_related(self, lambda: aliases)
         shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
         rows = streamed_rows(self, shards, chunk_size)
         if rows is None:
             return iter(self._fanout_results())
-        rows = islice(rows, self.query.low_mark, self.query.high_mark)
+        rows = islice(rows, *compat.limits(self))
         return _with_hops(rows, hops, chunk_size) if hops else rows
 
     def _builds_models(self) -> bool:
