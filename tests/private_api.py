@@ -152,3 +152,22 @@ def own_reaches_not_on_self(adapter: str, own: set[str]) -> list[str]:
     return [
         str(reach) for reach in adapter_reaches(adapter) if reach.name in own and reach.on != "self"
     ]
+
+
+def query_reaches(adapter: str, names: set[str]) -> list[str]:
+    """Where the adapter, outside compat, reaches one of ``names`` on a query object:
+    ``<anything>.query.<name>``, or ``query.<name>`` on a variable named ``query``."""
+    root = PACKAGE / adapter
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path == root / "compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in names:
+                base = node.value
+                on_query = (isinstance(base, ast.Attribute) and base.attr == "query") or (
+                    isinstance(base, ast.Name) and base.id == "query"
+                )
+                if on_query:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {ast.unparse(node)}")
+    return found

@@ -91,6 +91,12 @@ def test_no_private_django_name_is_reached_outside_compat() -> None:
     assert private_api.offenders("django", "django", allowed, OWN_NAMES) == []
 
 
+def test_the_sql_query_api_is_reached_only_in_compat() -> None:
+    """``sql.Query``'s attributes carry no underscore but are not public either
+    (``query.low_mark``, ``query.order_by``): outside compat nothing reads them."""
+    assert private_api.query_reaches("django", set(compat.PRIVATE_QUERY_API)) == []
+
+
 def test_the_adapters_own_names_are_its_own() -> None:
     defined = private_api.names_defined(private_api.PACKAGE / "django")
     assert defined >= OWN_NAMES

@@ -3,23 +3,28 @@ each test here runs the same case through the Django adapter and the SQLAlchemy 
 
 from __future__ import annotations
 
+import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from django.test import override_settings
-from sqlalchemy import create_engine, select
+from sqlalchemy import Column, MetaData, String, Table, create_engine, select
 from sqlalchemy.engine import Engine
 
-from tests.django.testapp.models import Order
+from tests.django.testapp.models import Order, Ranked
 from tests.sqlalchemy.models import Base
 from tests.sqlalchemy.models import Order as SqlaOrder
 from uid_fields.django import DeepOffsetWarning
-from uid_fields.ops import pages
+from uid_fields.django import fanout as django_fanout
+from uid_fields.ops import merge, pages
+from uid_fields.sql.collation import forget_column_collations
+from uid_fields.sqlalchemy import fanout as sqlalchemy_fanout
 from uid_fields.sqlalchemy import sharded_session
 
 pytestmark = pytest.mark.django_db(databases="__all__")
@@ -72,3 +77,50 @@ def test_a_deep_offset_warns_alike_in_both_adapters(
     assert [len(found) for found in sqlalchemy] == [0, 1, 0]
     said = f"OFFSET {THRESHOLD + 1}"
     assert said in django[1][0] and said in sqlalchemy[1][0]
+
+
+#: Mixed case and accents: a case-insensitive MariaDB collation ties "a" and "A".
+NAMES = ["a", "B", "A", "b", "é", "e", "Z", "ab", "a b", "_x", "E"]
+
+
+class _OneColumnPlan:
+    """What the SQLAlchemy ranker asks of a fan-out's plan: the column of a sort key."""
+
+    def __init__(self, column: Any) -> None:
+        self.column = column
+
+    def column_of(self, key: merge.SortKey) -> Any:
+        return self.column
+
+
+def _order(ranks: Mapping[str, int]) -> dict[str, int]:
+    """Each of ``NAMES`` by its place among them (a ranker's numbers may count strings
+    it ranked before)."""
+    places = sorted({ranks[name] for name in NAMES})
+    return {name: places.index(ranks[name]) for name in NAMES}
+
+
+def test_text_keys_rank_alike_in_both_adapters() -> None:
+    """The same column of the same database ranks its strings alike through either
+    adapter, under each name SQLAlchemy gives the backend (Django calls MariaDB's
+    ``"mysql"``; SQLAlchemy says ``"mysql"`` or ``"mariadb"``)."""
+    alias = "shard_0"
+    connection = connections[alias]
+    forget_column_collations()
+    key = merge.SortKey(lambda row: row, name="name")
+    by_django = _order(django_fanout._text_ranker(Ranked, alias)(key, NAMES))
+
+    def run(sql: str, params: dict[str, Any]) -> list[Any]:
+        with connection.cursor() as cursor:
+            cursor.execute(re.sub(r":(\w+)", r"%(\1)s", sql), params)
+            return list(cursor.fetchall())
+
+    table = Table(Ranked._meta.db_table, MetaData(), Column("name", String(20)))
+    plan = _OneColumnPlan(table.c.name)
+    spellings = ["mysql", "mariadb"] if connection.vendor == "mysql" else [connection.vendor]
+    for dialect in spellings:
+        ranker = sqlalchemy_fanout.text_ranker(plan, alias, dialect, run)  # type: ignore[arg-type]
+        assert _order(ranker(key, NAMES)) == by_django, dialect
+    if connection.vendor == "mysql":  # case-insensitive: ties, as the database sorts
+        assert by_django["a"] == by_django["A"]
+    forget_column_collations()

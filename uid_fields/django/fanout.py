@@ -20,7 +20,13 @@ from django.db.models import F, OrderBy
 from .._internal import dbapi, pgmux
 from ..errors import FanOutTimeoutError, UnmergeableQueryError
 from ..ops import merge, parallel, streams
-from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from ..sql.collation import (
+    MYSQL_COLUMN_COLLATION,
+    ranking_collation,
+    ranks_by_code_point,
+    text_rank_param,
+    text_rank_sql,
+)
 from . import pool_connections  # noqa: F401  (pool connections follow requests)
 from .compat import (
     PAGES_BUILT_ONCE,
@@ -454,21 +460,19 @@ def _reader(get: Callable[[Any, str], Any], name: str) -> Callable[[Any], Any]:
     return lambda row: get(row, name)
 
 
-#: (alias, table, column) -> the column's collation on MySQL/MariaDB
-_collations: dict[tuple[str, str, str], str | None] = {}
-
-
 def _collation(alias: str, model: type[models.Model], field: Any) -> str | None:
-    declared = getattr(field, "db_collation", None)
-    if declared or connections[alias].vendor != "mysql":
-        return declared  # PostgreSQL and SQLite literals take the column's default
-    cache = (alias, model._meta.db_table, field.column)
-    if cache not in _collations:
+    """The collation ``field``'s text keys rank under (the core's rule)."""
+    table = model._meta.db_table
+
+    def read() -> str | None:
         with connections[alias].cursor() as cursor:
-            cursor.execute(MYSQL_COLUMN_COLLATION.format(p="%s"), [cache[1], cache[2]])
+            cursor.execute(MYSQL_COLUMN_COLLATION.format(p="%s"), [table, field.column])
             row = cursor.fetchone()
-        _collations[cache] = row[0] if row else None
-    return _collations[cache]
+        return row[0] if row else None
+
+    declared = getattr(field, "db_collation", None)
+    vendor = connections[alias].vendor
+    return ranking_collation(vendor, declared, ("django", alias, table, field.column), read)
 
 
 def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
@@ -479,7 +483,7 @@ def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
         connection = connections[alias]
         field = fields.get(key.name)
         collation = _collation(alias, model, field) if field is not None else None
-        if connection.vendor == "sqlite" and collation is None:
+        if ranks_by_code_point(connection.vendor, collation):
             return merge.code_point_ranks(texts)  # BINARY compares code points, as Python
 
         def ask(values: list[str]) -> Mapping[str, int]:

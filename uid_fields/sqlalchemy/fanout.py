@@ -33,7 +33,13 @@ from ..errors import FanOutTimeoutError, UnmergeableQueryError
 from ..ops import merge as merging
 from ..ops import parallel, planner, streams
 from ..ops.combine import combine, distinct_rows
-from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from ..sql.collation import (
+    MYSQL_COLUMN_COLLATION,
+    ranking_collation,
+    ranks_by_code_point,
+    text_rank_param,
+    text_rank_sql,
+)
 from .async_fanout import on_event_loop, read_on_loop
 from .describe import AGGREGATES, describe, function_name, shard_select
 from .guard import guarded
@@ -255,10 +261,6 @@ def _by_position(position: int, width: int) -> Callable[[Any], Any]:
     return get
 
 
-#: (shard, table, column) -> the column's collation on MySQL/MariaDB
-_collations: dict[tuple[str, str, str], str | None] = {}
-
-
 def text_ranker(
     plan: FanOutPlan, shard: str, dialect: str, run: Callable[[str, dict[str, Any]], list[Any]]
 ) -> merging.TextRanker:
@@ -267,16 +269,21 @@ def text_ranker(
 
     def rank(key: merging.SortKey, texts: list[str]) -> Mapping[str, int]:
         column = plan.column_of(key)
-        collation = getattr(getattr(column, "type", None), "collation", None)
+        declared = getattr(getattr(column, "type", None), "collation", None)
         table = getattr(getattr(column, "table", None), "name", None)
-        if not collation and dialect in ("mysql", "mariadb") and table is not None:
-            cache = (shard, str(table), str(column.name))
-            if cache not in _collations:
+        if table is None:  # not a table's column (a label): the literal's collation
+            collation = declared or None
+        else:
+            name = str(column.name)
+
+            def read() -> str | None:
                 sql = MYSQL_COLUMN_COLLATION.replace("{p}", ":t", 1).replace("{p}", ":c", 1)
-                rows = run(sql, {"t": cache[1], "c": cache[2]})
-                _collations[cache] = rows[0][0] if rows else None
-            collation = _collations[cache]
-        if dialect == "sqlite" and not collation:
+                rows = run(sql, {"t": str(table), "c": name})
+                return rows[0][0] if rows else None
+
+            column_key = ("sqlalchemy", shard, str(table), name)
+            collation = ranking_collation(dialect, declared, column_key, read)
+        if ranks_by_code_point(dialect, collation):
             return merging.code_point_ranks(texts)  # BINARY compares code points, as Python
 
         def ask(values: list[str]) -> Mapping[str, int]:
