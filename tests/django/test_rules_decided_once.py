@@ -4,6 +4,7 @@ each test here runs the same case through the Django adapter and the SQLAlchemy 
 from __future__ import annotations
 
 import re
+import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
@@ -17,11 +18,12 @@ from django.test import override_settings
 from sqlalchemy import Column, MetaData, String, Table, create_engine, select
 from sqlalchemy.engine import Engine
 
-from tests.django.testapp.models import Order, Ranked
-from tests.sqlalchemy.models import Base
+from tests.django.testapp.models import Order, PageView, Ranked
+from tests.sqlalchemy.models import Base, Event
 from tests.sqlalchemy.models import Order as SqlaOrder
 from uid_fields.django import DeepOffsetWarning
 from uid_fields.django import fanout as django_fanout
+from uid_fields.django.id_lookups import valid_id
 from uid_fields.ops import merge, pages
 from uid_fields.sql.collation import forget_column_collations
 from uid_fields.sqlalchemy import fanout as sqlalchemy_fanout
@@ -124,3 +126,52 @@ def test_text_keys_rank_alike_in_both_adapters() -> None:
     if connection.vendor == "mysql":  # case-insensitive: ties, as the database sorts
         assert by_django["a"] == by_django["A"]
     forget_column_collations()
+
+
+_UUID = uuid.UUID("0195d1f8-8b5e-7c3a-9f00-0123456789ab")
+
+#: What a URL, a form or a lookup may hand either adapter as an id: ints in and out of
+#: range, text with signs, spaces, other scripts' digits, a bool, a float.
+INT_CANDIDATES: list[Any] = [
+    12, 0, -1, 2**63 - 1, 2**63, 2**64, True, 12.0, "12", "012", " 12", "12\n", "+12",
+    "-1", "1_2", "١٢", "0x10", "", "x", b"12", None,
+]  # fmt: skip
+UUID_CANDIDATES: list[Any] = [
+    _UUID, str(_UUID), str(_UUID).upper(), _UUID.hex, f"{{{_UUID}}}", f"urn:uuid:{_UUID}",
+    f" {_UUID}", f"{_UUID}\n", _UUID.int, -1, 2**128, _UUID.bytes, True, "", "x", None,
+]  # fmt: skip
+
+
+def _django_id(field: Any, value: Any) -> Any:
+    """What the Django adapter makes of ``value`` as an id of ``field``: the id, or
+    ``"no id"`` (a lookup drops it: it matches no row)."""
+    if not valid_id(field, value):
+        return "no id"
+    return field.to_python(value)
+
+
+def _sqlalchemy_id(column_type: Any, value: Any) -> Any:
+    """The same for the SQLAlchemy adapter: what its type binds, or ``"no id"`` where it
+    refuses (``session.get`` answers None)."""
+    if value is None:
+        return None
+    try:
+        return column_type.coerce(value)
+    except (TypeError, ValueError):
+        return "no id"
+
+
+@pytest.mark.parametrize(
+    ("django_field", "sqlalchemy_type", "candidates"),
+    [
+        (Order._meta.pk, SqlaOrder.__table__.c.id.type, INT_CANDIDATES),
+        (PageView._meta.pk, Event.__table__.c.id.type, UUID_CANDIDATES),
+    ],
+    ids=["int", "uuid"],
+)
+def test_a_malformed_id_is_cleaned_alike_in_both_adapters(
+    django_field: Any, sqlalchemy_type: Any, candidates: list[Any]
+) -> None:
+    django = {repr(v): _django_id(django_field, v) for v in candidates}
+    sqlalchemy = {repr(v): _sqlalchemy_id(sqlalchemy_type, v) for v in candidates}
+    assert django == sqlalchemy
