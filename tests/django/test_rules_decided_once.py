@@ -4,18 +4,20 @@ each test here runs the same case through the Django adapter and the SQLAlchemy 
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connections
+from django.db import connections, transaction
 from django.test import override_settings
-from sqlalchemy import Column, MetaData, String, Table, create_engine, select
+from sqlalchemy import Column, MetaData, String, Table, create_engine, event, select
 from sqlalchemy.engine import Engine
 
 from tests.django.testapp.models import Order, PageView, Ranked
@@ -24,7 +26,7 @@ from tests.sqlalchemy.models import Order as SqlaOrder
 from uid_fields.django import DeepOffsetWarning
 from uid_fields.django import fanout as django_fanout
 from uid_fields.django.id_lookups import valid_id
-from uid_fields.ops import merge, pages
+from uid_fields.ops import merge, pages, parallel
 from uid_fields.sql.collation import forget_column_collations
 from uid_fields.sqlalchemy import fanout as sqlalchemy_fanout
 from uid_fields.sqlalchemy import sharded_session
@@ -175,3 +177,64 @@ def test_a_malformed_id_is_cleaned_alike_in_both_adapters(
     django = {repr(v): _django_id(django_field, v) for v in candidates}
     sqlalchemy = {repr(v): _sqlalchemy_id(sqlalchemy_type, v) for v in candidates}
     assert django == sqlalchemy
+
+
+def _django_read_threads(in_atomic: bool) -> set[int]:
+    """The threads a Django fan-out's statements ran on, seen from this thread's
+    connections (a pool thread's connections are its own: their statements are not)."""
+    seen: set[int] = set()
+
+    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        seen.add(threading.get_ident())
+        return execute(sql, params, many, context)
+
+    aliases = list(Order.objects.on_all_shards()._shard_databases())
+    with ExitStack() as stack:
+        for alias in aliases:
+            stack.enter_context(connections[alias].execute_wrapper(record))
+        if in_atomic:
+            stack.enter_context(transaction.atomic(using=aliases[0]))
+            connections[aliases[0]].ensure_connection()
+        list(Order.objects.on_all_shards())
+    return seen
+
+
+def _sqlalchemy_read_threads(shards: dict[str, Engine], in_transaction: bool) -> set[int]:
+    seen: set[int] = set()
+
+    def record(*args: Any) -> None:
+        seen.add(threading.get_ident())
+
+    for engine in shards.values():
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        with sharded_session(shards) as session:
+            if in_transaction:
+                session.add(SqlaOrder(customer="c"))
+                session.flush()  # the transaction holds work on a shard
+                seen.clear()
+            session.on_all_shards(select(SqlaOrder)).all()
+    finally:
+        for engine in shards.values():
+            event.remove(engine, "before_cursor_execute", record)
+    return seen
+
+
+@pytest.mark.django_db(transaction=True, databases="__all__")  # no test transaction
+@pytest.mark.parametrize("in_transaction", [False, True], ids=["alone", "in-a-transaction"])
+def test_both_adapters_read_shards_at_once_by_the_same_rule(
+    sqlalchemy_shards: dict[str, Engine], in_transaction: bool
+) -> None:
+    """Each adapter reads every shard at once (on pool threads) exactly when the core's
+    ``may_run_at_once`` says so, else one after another on the caller's connections."""
+    here = {threading.get_ident()}
+    aliases = list(Order.objects.on_all_shards()._shard_databases())
+    at_once = parallel.may_run_at_once(
+        [connections[a].vendor for a in aliases], holds_shard_work=in_transaction
+    )
+    django = _django_read_threads(in_transaction)
+    assert (django == set()) if at_once else (django == here)
+    vendors = [e.dialect.name for e in sqlalchemy_shards.values()]
+    sqlalchemy_at_once = parallel.may_run_at_once(vendors, holds_shard_work=in_transaction)
+    threads = _sqlalchemy_read_threads(sqlalchemy_shards, in_transaction)
+    assert bool(threads - here) if sqlalchemy_at_once else (threads == here)

@@ -505,9 +505,9 @@ def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> lis
     inside ``atomic`` must see that transaction, so it runs on this thread's
     connections, one shard after another."""
     aliases = _chosen_reads(shards)
-    at_once = all(
-        connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
-        for alias in aliases
+    at_once = parallel.may_run_at_once(
+        [connections[alias].vendor for alias in aliases],
+        holds_shard_work=any(connections[alias].in_atomic_block for alias in aliases),
     )
     return parallel.run_per_shard(
         [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
@@ -539,14 +539,15 @@ def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[]
         connection = connections[alias]
         _interruptible(connection)
         _fresh_worker_connection(alias)
-        try:
-            return _attempt(connection, shard, work)
-        except DatabaseError:
+
+        def dropped(error: Exception) -> bool:
+            if not isinstance(error, DatabaseError):
+                return False
             broken = connection.connection is None or not connection.is_usable()
             connection.close()  # a broken connection must not serve the next query
-            if not broken or parallel.timed_out():
-                raise
-            return _attempt(connection, shard, work)
+            return broken
+
+        return parallel.once_more_after_drop(lambda: _attempt(connection, shard, work), dropped)
 
     return run
 

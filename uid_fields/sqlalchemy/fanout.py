@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, String, inspect, text
 from sqlalchemy.engine import FrozenResult, Result, Row
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.sql import operators
@@ -40,7 +39,7 @@ from ..sql.collation import (
     text_rank_param,
     text_rank_sql,
 )
-from .async_fanout import on_event_loop, read_on_loop
+from .async_fanout import dropped, on_event_loop, read_on_loop
 from .describe import AGGREGATES, describe, function_name, shard_select
 from .guard import guarded
 from .routing import Router
@@ -334,18 +333,10 @@ def fan_out(
             # Objects carry their shard in their identity key, as the session's would.
             shard_options = {**options, "identity_token": shard} if objects else options
 
-            def run() -> Result[Any]:
-                try:
-                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
-                except DBAPIError as error:
-                    # A pooled connection the server dropped while it sat idle (a restart):
-                    # once more on a fresh one. Never after the deadline cut it, never
-                    # for an error of the query itself.
-                    if not error.connection_invalidated or parallel.timed_out():
-                        raise
-                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
+            def read() -> Result[Any]:
+                return _read(engines[shard], plan.per_shard, params, shard_options, objects)
 
-            return run
+            return lambda: parallel.once_more_after_drop(read, dropped)
 
         results = parallel.run_per_shard(
             [on(shard) for shard in shards],
@@ -407,12 +398,9 @@ def _kept_rows(
 
     def on(shard: str) -> Callable[[], tuple[list[str], list[tuple[str, tuple[Any, ...]]]]]:
         def run() -> tuple[list[str], list[tuple[str, tuple[Any, ...]]]]:
-            try:
-                result = _read(engines[shard], plan.per_shard, params, {})
-            except DBAPIError as error:  # as in fan_out: once more after an idle drop
-                if not error.connection_invalidated or parallel.timed_out():
-                    raise
-                result = _read(engines[shard], plan.per_shard, params, {})
+            result = parallel.once_more_after_drop(
+                lambda: _read(engines[shard], plan.per_shard, params, {}), dropped
+            )
             return list(result.keys()), [(shard, tuple(row)) for row in result]
 
         return run
@@ -658,6 +646,7 @@ def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
         # The session's own hooks (``with_loader_criteria`` filters, a soft-delete rule)
         # run only for statements it executes itself: the per-shard reads stay its own.
         return False
-    if any(e.dialect.name == "sqlite" for e in session.shard_engines().values()):
+    vendors = [e.dialect.name for e in session.shard_engines().values()]
+    if not parallel.may_run_at_once(vendors, holds_shard_work=False):  # held: above
         return False
     return not (_selects_objects(statement) and has_options(statement))
