@@ -131,26 +131,21 @@ class LocalityParts:
 def coerce_uuid(value: object) -> uuid.UUID:
     """A UUID id as a stdlib ``uuid.UUID``, under one rule for every adapter and entry
     point (lookups, ``get()``, URL converters, forms after their own stripping), as
-    ``coerce_id`` is for integer ids: a ``uuid.UUID``; text exactly as ``uuid.UUID``
+    ``coerce_id`` is for integer ids: a ``uuid.UUID``, or text exactly as ``uuid.UUID``
     reads it (hyphens or not, braces, ``urn:uuid:``, any case) and nothing around it, so
-    a space or a newline is no id; or a UUID's integer, 0 to 2**128 - 1 (which Django's
-    ``UUIDField`` takes). A bool, bytes or anything else is a TypeError, malformed text
-    or an integer out of range a ValueError: a malformed id matches no row."""
+    a space or a newline is no id. An int (Django's ``UUIDField`` would read a UUID's
+    integer; no URL or form gives one, and placement refuses it), a bool, bytes or
+    anything else is a TypeError, malformed text a ValueError: a malformed id matches
+    no row."""
     if type(value) is uuid.UUID:
         return value
     if isinstance(value, uuid.UUID):
         return uuid.UUID(int=value.int)
-    if isinstance(value, bool):
-        raise TypeError("a bool is not a UUID")
     if isinstance(value, str):
         try:
             return uuid.UUID(value)
         except ValueError:
             raise ValueError(f"{value[:48]!r} is not a UUID") from None
-    if isinstance(value, int):
-        if not 0 <= value < 1 << 128:
-            raise ValueError(f"{value} is out of a UUID's range")
-        return uuid.UUID(int=value)
     raise TypeError(f"expected a uuid.UUID or its string, got {type(value).__name__}")
 
 
