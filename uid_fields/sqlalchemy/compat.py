@@ -41,7 +41,6 @@ from sqlalchemy.orm import (
 )
 from sqlalchemy.orm.attributes import instance_state, set_committed_value
 from sqlalchemy.sql.elements import _label_reference, _textual_label_reference
-from sqlalchemy.sql.schema import Column
 from sqlalchemy.util import await_only, greenlet_spawn
 
 __all__ = [
@@ -65,7 +64,6 @@ __all__ = [
     "loaded_object",
     "object_result",
     "observed",
-    "plain_columns",
     "result_keys",
     "result_of",
     "rows_result",
@@ -329,23 +327,6 @@ def into_session(session: Session, statement: Any, result: Result[Any]) -> Resul
         session, statement, result.freeze(), load=False
     )
     return merged()
-
-
-def plain_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any]]] | None:
-    """``(attribute, column)`` of every column attribute of ``mapper``, when each is one
-    plain, undeferred column of its table and the class inherits nothing: what a row of
-    ``select(Class)`` run as Core holds entirely. None otherwise."""
-    if mapper.inherits is not None or mapper.polymorphic_on is not None:
-        return None
-    pairs: list[tuple[str, Column[Any]]] = []
-    for prop in mapper.column_attrs:
-        column = prop.columns[0]
-        if not isinstance(column, Column) or column.table is not mapper.local_table:
-            return None
-        if len(prop.columns) != 1 or prop.deferred:
-            return None
-        pairs.append((prop.key, column))
-    return pairs
 
 
 def loaded_object(

@@ -56,7 +56,6 @@ from .compat import (
     loaded_object,
     object_result,
     observed,
-    plain_columns,
     result_keys,
     result_of,
     rows_result,
@@ -372,6 +371,23 @@ def _through_session(
         [through_session(shard) for shard in shards], parallel=False, names=shards
     )
     return _merged(session, plan, results, shards)
+
+
+def plain_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any]]] | None:
+    """``(attribute, column)`` of every column attribute of ``mapper``, when each is one
+    plain, undeferred column of its table and the class inherits nothing: what a row of
+    ``select(Class)`` run as Core holds entirely. None otherwise."""
+    if mapper.inherits is not None or mapper.polymorphic_on is not None:
+        return None
+    pairs: list[tuple[str, Column[Any]]] = []
+    for prop in mapper.column_attrs:
+        column = prop.columns[0]
+        if not isinstance(column, Column) or column.table is not mapper.local_table:
+            return None
+        if len(prop.columns) != 1 or prop.deferred:
+            return None
+        pairs.append((prop.key, column))
+    return pairs
 
 
 def _kept_rows(
