@@ -45,6 +45,7 @@ from ..ids.public import prefix_problem
 from ..placement.uniqueness import enforced_by_databases
 from ..sql.postgres import sql_identifier
 from .columns.public_ids import kind_of
+from .compat import queryset_class
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
 from .ops.migration_state import applied_on_default, lag, migrated_databases, names
@@ -475,7 +476,7 @@ def manager_errors(models: Any) -> list[checks.CheckMessage]:
         if not _on_shards(model):
             continue
         manager = model._default_manager
-        if not issubclass(manager._queryset_class, ShardedQuerySet):
+        if not issubclass(queryset_class(manager), ShardedQuerySet):
             link = parent_link(model)
             what, calls = (
                 ("sharded by its id", "get(pk=...) and create()")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core.exceptions import FieldError
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -44,6 +44,7 @@ from rest_framework.utils.model_meta import RelationInfo
 from ..errors import PublicIdError
 from .columns.lookups import _aware
 from .columns.public_ids import decode_token, kind_of, shows_public_ids
+from .compat import explicit_database
 from .fields import ShardedBigIntField, SnowflakeField, UidField
 from .key_changes import key_change_message
 from .routing import key_link
@@ -127,8 +128,8 @@ class StringPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type:
         """Choices of rows on shards come from every shard (the browsable API lists them);
         a lookup by id still reads one shard."""
         queryset = super().get_queryset()
-        fan_out = getattr(queryset, "on_all_shards", None)
-        if fan_out is not None and getattr(queryset, "_db", None) is None:
+        fan_out = getattr(queryset, "on_all_shards", None)  # a ShardedQuerySet's
+        if fan_out is not None and explicit_database(cast(Any, queryset)) is None:
             try:
                 return fan_out()
             except TypeError:  # a ShardedQuerySet of a model that is not sharded

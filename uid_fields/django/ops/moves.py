@@ -21,7 +21,7 @@ from django.db import IntegrityError, connections, models, transaction
 
 from ...ops.moves import MovedTable, Row, ShardMove
 from ...placement import allow_off_shard_writes
-from ..compat import where_sql
+from ..compat import raw_delete, raw_insert, where_sql
 from ..connections.replicas import read_from_primary
 from ..fields import UidField
 from ..routing import parent_link, sharded_pk
@@ -97,9 +97,7 @@ class ModelRows:
         manager = self.model._base_manager
         with allow_off_shard_writes():
             for start in range(0, len(objs), size):
-                manager._insert(  # type: ignore[attr-defined]
-                    objs[start : start + size], fields=fields, using=database, raw=True
-                )
+                raw_insert(manager, objs[start : start + size], fields, database)
 
     def update(self, database: str, rows: Sequence[Row]) -> None:
         if self.names:
@@ -114,7 +112,7 @@ class ModelRows:
         handler that removes a stored file would remove the twin's too; children are
         deleted first by the move itself."""
         rows = self.model._base_manager.using(database).filter(pk__in=list(keys))
-        rows._raw_delete(database)
+        raw_delete(rows, database)
 
 
 def map_models(shards: str) -> list[MovedTable]:

@@ -6,28 +6,38 @@ database's collation order.
 
 from __future__ import annotations
 
+import operator
 import threading
 import time
 from collections import namedtuple
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
 from django.db import DatabaseError, connections, models
 from django.db.models import F, OrderBy
 
 from ..._internal import dbapi, pgmux
 from ...errors import FanOutTimeoutError, UnmergeableQueryError
 from ...ops import merge, parallel, streams
-from ...sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
+from ...sql.collation import (
+    MYSQL_COLUMN_COLLATION,
+    ranking_collation,
+    ranks_by_code_point,
+    text_rank_param,
+    text_rank_sql,
+)
 from ..compat import (
-    CompiledSelect,
+    PAGES_BUILT_ONCE,
     FlatValuesListIterable,
     ModelIterable,
     NamedValuesListIterable,
     ValuesIterable,
     iterable_class,
+    known_related_objects,
+    ordering_request,
+    related_populators,
     selected_names,
 )
 from ..conf import conf
@@ -35,7 +45,11 @@ from ..connections import pool_connections  # noqa: F401  (pool connections foll
 from ..connections.fences import FENCE_TRANSLATOR
 from ..connections.replicas import WRITE_WATCHER, read_alias, read_pins
 
+#: A query of one shard, run as Django runs it (the sharded QuerySet's per-shard clones).
+ShardQuery = models.QuerySet[Any]
+
 __all__ = [
+    "CompiledSelect",
     "FanOutPlan",
     "OrderTerm",
     "gather",
@@ -44,9 +58,6 @@ __all__ = [
     "order_terms",
     "streamed_rows",
 ]
-
-#: A query of one shard, run as Django runs it (the sharded QuerySet's per-shard clones).
-ShardQuery = models.QuerySet[Any]
 
 #: (attribute name, descending, explicit nulls position or None)
 OrderTerm = tuple[str, bool, merge.NullsOrder | None]
@@ -71,18 +82,114 @@ class FanOutPlan:
         return cls(qs.model, order_terms(qs), iterable_class(qs), selected_names(qs))
 
 
+class CompiledSelect:
+    """A model query's SQL compiled once, for every database of one backend: run it
+    raw on each (``fetch``), then build model instances of only the rows kept
+    (``models``), as ``ModelIterable`` would for each row's own database.
+
+    ``ModelIterable`` compiles the query on every database it reads and builds every
+    row it fetches; a fan-out's page of 20 over 8 shards would compile 8 times and
+    build 160 models to keep 20. The compiler's ``select``/``klass_info`` say where
+    the model's fields, the ``select_related`` rows and the annotations sit in a row.
+    """
+
+    def __init__(self, queryset: models.QuerySet[Any], compiler: Any, sql: str, params: Any):
+        self.queryset = queryset
+        self.compiler = compiler
+        self.sql = sql
+        self.params = tuple(params)
+        info = compiler.klass_info
+        fields = info["select_fields"]
+        self.start, self.end = fields[0], fields[-1] + 1
+        self.init_list = [f[0].target.attname for f in compiler.select[self.start : self.end]]
+
+    @classmethod
+    def of(cls, queryset: models.QuerySet[Any], alias: str) -> CompiledSelect | None:
+        """The query compiled for ``alias``'s backend; None when it needs no database
+        (an empty ``pk__in``, ``none()``) or selects no model, and on a Django whose
+        ``ModelIterable`` loop is not the one repeated here (6.1's fetch modes)."""
+        if not PAGES_BUILT_ONCE:
+            return None
+        compiler = queryset.query.get_compiler(using=alias)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return None
+        if not compiler.klass_info:
+            return None
+        return cls(queryset, compiler, sql, params)
+
+    def position(self, attname: str) -> int | None:
+        """Where the model's field ``attname`` sits in a row (None: not selected)."""
+        for index, name in enumerate(self.init_list, self.start):
+            if name == attname:
+                return index
+        return None
+
+    def fetch(self, alias: str) -> list[tuple[Any, ...]]:
+        """The rows of ``alias``'s database, converted as Django converts them, on this
+        thread's connection to it."""
+        with connections[alias].cursor() as cursor:
+            cursor.execute(self.sql, self.params)
+            return self.converted(cursor.fetchall())
+
+    def converted(self, rows: list[Any]) -> list[tuple[Any, ...]]:
+        """Rows as the driver returned them, converted as Django converts them."""
+        compiler = self.compiler
+        if compiler.has_extra_select:
+            rows = [row[: compiler.col_count] for row in rows]
+        return list(compiler.results_iter(results=[rows], tuple_expected=True))
+
+    def models(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> list[models.Model]:
+        """Model instances of ``(database, row)`` pairs: ``ModelIterable``'s loop, with
+        the database of each row rather than one for all."""
+        compiler, queryset = self.compiler, self.queryset
+        info, select = compiler.klass_info, compiler.select
+        model_cls = info["model"]
+        annotations = compiler.annotation_col_map
+        populators: dict[str, list[Any]] = {}
+        known = [
+            (
+                field,
+                objects,
+                operator.attrgetter(
+                    *[
+                        field.attname
+                        if source == "self"
+                        else queryset.model._meta.get_field(source).attname
+                        for source in field.from_fields
+                    ]
+                ),
+            )
+            for field, objects in known_related_objects(queryset).items()
+        ]
+        built = []
+        for db, row in rows:
+            obj = model_cls.from_db(db, self.init_list, row[self.start : self.end])
+            if db not in populators:
+                populators[db] = related_populators(info, select, db)
+            for populator in populators[db]:
+                populator.populate(row, obj)
+            for name, column in (annotations or {}).items():
+                setattr(obj, name, row[column])
+            for field, objects, key_of in known:
+                if not field.is_cached(obj):
+                    found = objects.get(key_of(obj))
+                    if found is not None:
+                        setattr(obj, field.name, found)
+            built.append(obj)
+        return built
+
+
 def order_terms(qs: models.QuerySet[Any]) -> list[OrderTerm]:
     """The query's ordering as (attribute, descending, nulls) terms, in the order a
     database applies them: ``order_by()`` or ``Meta.ordering`` (else the primary key),
     reversed by ``reverse()``. Field names, ``"-name"``, ``F("name")`` and
     ``F("name").asc(nulls_first=True)`` / ``.desc(nulls_last=True)`` merge; anything else
     (a related path, an expression, ``"?"``) is refused before a query runs."""
-    query = qs.query
-    ordering = list(
-        query.order_by or (qs.model._meta.ordering if query.default_ordering else [])
-    ) or ["pk"]
-    terms = [_term(qs.model, item) for item in ordering]
-    if not query.standard_ordering:  # reverse(), as last() uses
+    ordering, standard = ordering_request(qs)
+    terms = [_term(qs.model, item) for item in ordering or ["pk"]]
+    if not standard:  # reverse(), as last() uses
         terms = [(n, not d, merge.reversed_nulls(nulls)) for n, d, nulls in terms]
     return terms
 
@@ -152,7 +259,7 @@ def model_page(
     """The model instances of the merged rows ``[low:high]``: the query compiled once
     (``first``, the query of the first shard: the shards run one backend, so one SQL
     serves them all), run raw on every shard, the raw rows merged on their ordering
-    values, and instances built only for the rows kept (``compat.CompiledSelect``).
+    values, and instances built only for the rows kept (``CompiledSelect``).
     None when that cannot be done (shards of different backends, a query that needs no
     database, an ordering field that is not selected, as under ``only()``), and the
     caller builds every shard's rows instead. ``shard_queries`` makes the query of each
@@ -373,21 +480,19 @@ def _reader(get: Callable[[Any, str], Any], name: str) -> Callable[[Any], Any]:
     return lambda row: get(row, name)
 
 
-#: (alias, table, column) -> the column's collation on MySQL/MariaDB
-_collations: dict[tuple[str, str, str], str | None] = {}
-
-
 def _collation(alias: str, model: type[models.Model], field: Any) -> str | None:
-    declared = getattr(field, "db_collation", None)
-    if declared or connections[alias].vendor != "mysql":
-        return declared  # PostgreSQL and SQLite literals take the column's default
-    cache = (alias, model._meta.db_table, field.column)
-    if cache not in _collations:
+    """The collation ``field``'s text keys rank under (the core's rule)."""
+    table = model._meta.db_table
+
+    def read() -> str | None:
         with connections[alias].cursor() as cursor:
-            cursor.execute(MYSQL_COLUMN_COLLATION.format(p="%s"), [cache[1], cache[2]])
+            cursor.execute(MYSQL_COLUMN_COLLATION.format(p="%s"), [table, field.column])
             row = cursor.fetchone()
-        _collations[cache] = row[0] if row else None
-    return _collations[cache]
+        return row[0] if row else None
+
+    declared = getattr(field, "db_collation", None)
+    vendor = connections[alias].vendor
+    return ranking_collation(vendor, declared, ("django", alias, table, field.column), read)
 
 
 def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
@@ -398,7 +503,7 @@ def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
         connection = connections[alias]
         field = fields.get(key.name)
         collation = _collation(alias, model, field) if field is not None else None
-        if connection.vendor == "sqlite" and collation is None:
+        if ranks_by_code_point(connection.vendor, collation):
             return merge.code_point_ranks(texts)  # BINARY compares code points, as Python
 
         def ask(values: list[str]) -> Mapping[str, int]:
@@ -420,9 +525,9 @@ def gather(shards: Sequence[ShardQuery], work: Callable[[Any], Any]) -> list[Any
     inside ``atomic`` must see that transaction, so it runs on this thread's
     connections, one shard after another."""
     aliases = _chosen_reads(shards)
-    at_once = all(
-        connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
-        for alias in aliases
+    at_once = parallel.may_run_at_once(
+        [connections[alias].vendor for alias in aliases],
+        holds_shard_work=any(connections[alias].in_atomic_block for alias in aliases),
     )
     return parallel.run_per_shard(
         [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
@@ -454,14 +559,15 @@ def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[]
         connection = connections[alias]
         _interruptible(connection)
         _fresh_worker_connection(alias)
-        try:
-            return _attempt(connection, shard, work)
-        except DatabaseError:
+
+        def dropped(error: Exception) -> bool:
+            if not isinstance(error, DatabaseError):
+                return False
             broken = connection.connection is None or not connection.is_usable()
             connection.close()  # a broken connection must not serve the next query
-            if not broken or parallel.timed_out():
-                raise
-            return _attempt(connection, shard, work)
+            return broken
+
+        return parallel.once_more_after_drop(lambda: _attempt(connection, shard, work), dropped)
 
     return run
 

@@ -15,6 +15,7 @@ from django.db.models import Q
 
 from ...placement import all_of, any_of
 from ...placement.conditions import Databases
+from .. import compat
 from ..fields import UidField
 
 __all__ = [
@@ -73,7 +74,7 @@ def joined_shards(a: models.QuerySet[Any], b: Any, *, any_of: bool) -> tuple[str
 def _shards_of(qs: Any) -> tuple[str, ...] | None:
     """The database a query names, else the shards the sharded QuerySet routed it to
     (None: unrouted, or a QuerySet of no sharded model)."""
-    db = getattr(qs, "_db", None)
+    db = compat.explicit_database(qs) if isinstance(qs, models.QuerySet) else None
     return (db,) if db is not None else getattr(qs, "_shard_aliases", None)
 
 

@@ -41,6 +41,7 @@ from django.db.models.lookups import Lookup
 from ...ops import planner
 from ...ops.combine import combine
 from ...ops.planner import Condition, Ordering, Output, Statement
+from .. import compat
 from ..compat import (
     FlatValuesListIterable,
     ModelIterable,
@@ -100,7 +101,7 @@ def planned(qs: models.QuerySet[Any]) -> bool:
     group_by = grouping(qs)
     if group_by is not None:
         return not (_groups_by_row(qs) and joins_stay_on_the_shard(qs.query, qs.model))
-    if not qs.query.distinct or issubclass(iterable_class(qs), ModelIterable):
+    if not compat.is_distinct(qs) or issubclass(iterable_class(qs), ModelIterable):
         return False
     names = selected_names(qs)
     pk = qs.model._meta.pk
@@ -153,7 +154,7 @@ def _groups_by_row(qs: models.QuerySet[Any]) -> bool:
     """Whether GROUP BY includes the primary key: each group is one row of one shard
     (and, when every table it joins is co-located, ``joins_stay_on_the_shard``,
     complete there: ``annotate(Count("purchases"))`` merges as the shards' rows)."""
-    group_by = qs.query.group_by
+    group_by = compat.grouping(qs)
     if group_by is True:
         return True
     pk = qs.model._meta.pk
@@ -208,7 +209,7 @@ def _describe(qs: models.QuerySet[Any], aggregates: dict[str, Any] | None = None
     statement = Statement(
         outputs,
         group_by=group_by,
-        distinct=bool(qs.query.distinct) and not grouped,
+        distinct=compat.is_distinct(qs) and not grouped,
         order=order,
         limit=None if high is None else high - low,
         offset=low,
@@ -272,7 +273,7 @@ def _ordering(
     does); an ungrouped one orders by a field it does not select through a hidden
     output (Django selects it too, so DISTINCT sees it)."""
     items, standard = ordering_request(qs)
-    if grouped and not qs.query.order_by:
+    if grouped and not compat.has_order_by(qs):
         items = []
     order = []
     for item in items:
@@ -511,7 +512,7 @@ def aggregate(
     planner.refuse(found)
     described = _describe(qs, expressions)
     if (
-        qs.query.distinct
+        compat.is_distinct(qs)
         and any(
             e.aggregate and not getattr(e.expression, "distinct", False) for e in described.entries
         )

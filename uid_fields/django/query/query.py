@@ -20,6 +20,7 @@ from asgiref.sync import sync_to_async
 from django.db import models
 
 from ...errors import ShardRoutingError
+from .. import compat
 from ..choices import EveryShard
 from ..compat import ModelIterable, iterable_class
 from ..connections.replicas import read_alias, replica_primaries
@@ -129,7 +130,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         super().__init__(*args, **kwargs)
         self._shard_aliases: tuple[str, ...] | None = None
         self._read_alias: str | None = None  # chosen once for a fan-out's shard query
-        self._iterable_class = PrimaryModelIterable
+        compat.set_iterable_class(self, PrimaryModelIterable)
         self._uid_fields_for_choices = False
 
     def _clone(self) -> ShardedQuerySet:
@@ -139,12 +140,17 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         clone._uid_fields_for_choices = self._uid_fields_for_choices
         return clone
 
+    @property
+    def _pinned(self) -> str | None:
+        """The database ``using()`` (or a related manager) pinned this query to."""
+        return compat.explicit_database(self)
+
     def for_choices(self) -> Self:
         """This query, read for a choice list: when it names no shard it reads every
         shard instead of being refused (a select box, a filter form, DRF's browsable
         API; see ``choices``). Its copies keep the flag; a query that names shards is
         routed as before."""
-        clone = self._chain()
+        clone = compat.chained(self)
         clone._uid_fields_for_choices = True
         return clone
 
@@ -163,7 +169,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         """The database this query runs on: for a read, one of the shard's replicas when
         it has some and nothing pins the read to the primary (``uid_fields.replicas``)."""
         primary = self.primary_db
-        if self._for_write:
+        if compat.is_for_write(self):
             return primary
         if self._read_alias is not None:
             return self._read_alias
@@ -172,9 +178,13 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
     @property
     def primary_db(self) -> str:
         """The database the rows live on (and writes go to)."""
-        if self._db is None and self._shard_aliases is not None and len(self._shard_aliases) == 1:
+        if (
+            self._pinned is None
+            and self._shard_aliases is not None
+            and len(self._shard_aliases) == 1
+        ):
             return self._shard_aliases[0]
-        if self._db is None and self.query.is_empty() and self._shard_databases():
+        if self._pinned is None and self.query.is_empty() and self._shard_databases():
             return self._shard_databases()[0]  # none(): no query runs, any shard answers
         return super().db
 
@@ -189,14 +199,18 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
     @property
     def shard_aliases(self) -> tuple[str, ...]:
         """The databases this query will read."""
-        if self._db is not None:
-            return (self._db,)
+        if self._pinned is not None:
+            return (self._pinned,)
         if self._shard_aliases is not None:
             return self._shard_aliases
         return (self.primary_db,)
 
     def _is_fanout(self) -> bool:
-        return self._db is None and self._shard_aliases is not None and len(self._shard_aliases) > 1
+        return (
+            self._pinned is None
+            and self._shard_aliases is not None
+            and len(self._shard_aliases) > 1
+        )
 
     def __or__(self, other: Any) -> ShardedQuerySet:
         combined: ShardedQuerySet = super().__or__(other)
@@ -217,7 +231,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
             and field is not None
             and field.shard_map is not None
             and not isinstance(instance, self.model)
-            and self._db is None
+            and self._pinned is None
             and self._shard_aliases is None
             and not colocated(self.model, type(instance))
         ):
@@ -227,12 +241,14 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
 
     def on_all_shards(self) -> Self:
         """Run this query on every shard of the model and merge the results."""
-        clone = self._chain()
+        clone = compat.chained(self)
         databases = self._shard_databases()
         if not databases:
             raise TypeError(f"{self.model.__name__} is not sharded by a uid_fields primary key")
-        if clone._db is not None:
-            clone._db = None  # an explicit fan-out wins over an earlier .using(alias)
+        if compat.explicit_database(clone) is not None:
+            compat.set_explicit_database(
+                clone, None
+            )  # an explicit fan-out wins over an earlier .using(alias)
             clone._shard_aliases = None
         if clone._shard_aliases is None:
             clone._shard_aliases = databases
@@ -245,14 +261,14 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         form field, a raw-id widget's label and similar: they list or look up rows of
         every shard (a lookup by id still reads one shard).
         """
-        if alias is None and self._db is None and self._shard_databases():
+        if alias is None and self._pinned is None and self._shard_databases():
             return self.on_all_shards()
         return super().using(alias)
 
     def raw(
         self, raw_query: Any, params: Any = (), translations: Any = None, using: Any = None
     ) -> Any:
-        if using is None and self._db is None and self._shard_databases():
+        if using is None and self._pinned is None and self._shard_databases():
             name = self.model.__name__
             raise ShardRoutingError(
                 f"raw SQL of {name} runs on one database, and this query names none: run "
@@ -263,7 +279,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
 
     def _query_databases(self) -> tuple[str, ...]:
         """The database(s) this query's SQL runs on (its JOINs find rows only there)."""
-        return (self._db,) if self._db is not None else self._shard_databases()
+        return (pinned,) if (pinned := self._pinned) is not None else self._shard_databases()
 
     def _refuse_cross_database(self, items: Iterable[Any], what: str) -> None:
         refuse_paths(self.model, self._query_databases(), items, what)
@@ -311,12 +327,12 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         args, kwargs = rewrite_filter(self.model, self._query_databases(), negate, args, kwargs)
         kwargs, impossible = self._valid_id_lookups(kwargs)
         super()._filter_or_exclude_inplace(negate, args, kwargs)
-        if impossible and not negate and self._db is None:
+        if impossible and not negate and self._pinned is None:
             self._narrow(set())  # a malformed id matches no row: DoesNotExist, a 404
             return
         if impossible and not negate:
-            self.query.set_empty()
-        if negate or self._db is not None:
+            compat.match_nothing(self)
+        if negate or self._pinned is not None:
             return
         aliases = self._aliases_for(kwargs, args)
         if aliases is None and self._shard_aliases is None:
@@ -380,26 +396,25 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         assert current, f"{self.model.__name__} does not live on shards"
         kept = tuple(a for a in current if a in aliases)
         if not kept:
-            self.query.set_empty()
+            compat.match_nothing(self)
             kept = current[:1]
         self._shard_aliases = kept
 
     def _for_alias(self, alias: str, *, order_by_pk: bool = False) -> ShardedQuerySet:
         """This query on one shard, with ``[a:b]`` pushed down as ``[:b]``."""
-        clone = self._chain()
+        clone = compat.chained(self)
         clone._shard_aliases = None
-        clone._db = alias
-        high = self.query.high_mark
-        clone.query.clear_limits()
+        compat.set_explicit_database(clone, alias)
+        high = compat.limits(self)[1]
+        compat.reslice(clone, None)  # order_by() refuses a sliced query
         if order_by_pk:
             clone = clone.order_by("pk")
-        if high is not None:
-            clone.query.set_limits(0, high)
+        compat.reslice(clone, high)
         return clone
 
     def _lookup_scope(self, kwargs: dict[str, Any]) -> ShardedQuerySet:
         """Where to look for a row matching ``kwargs``: its shard, or every shard."""
-        if self._db is not None or not self._shard_databases():
+        if self._pinned is not None or not self._shard_databases():
             return self
         if self._shard_aliases is not None or self._aliases_for(kwargs) is not None:
             return self
@@ -416,18 +431,16 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         if plans.planned(self):  # groups that span shards, DISTINCT values: the core merges
             return plans.results(self, self._shard_aliases or ())
         plan = FanOutPlan.of(self)  # an ordering the merge cannot repeat is refused here
-        explicit = bool(self.query.order_by) or bool(
-            self.model._meta.ordering and self.query.default_ordering
-        )
+        explicit = compat.explicitly_ordered(self)
         aliases = self._shard_aliases or ()
-        warn_deep_offset(self.model, self.query.low_mark, len(aliases))  # DEBUG only
+        low, high = compat.limits(self)
+        warn_deep_offset(self.model, low, len(aliases))
         # Relations on other databases are loaded once, for the merged page of rows.
         joined, hops = split_select_related(self, lambda: aliases)
 
         def shard_queries() -> list[ShardedQuerySet]:
             return [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
 
-        low, high = self.query.low_mark, self.query.high_mark
         page = None
         if self._builds_models() and aliases:
             first = joined._for_alias(aliases[0], order_by_pk=not explicit)
@@ -450,16 +463,14 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         if plans.planned(self):
             return iter(plans.results(self, self._shard_aliases or ()))
         plan = FanOutPlan.of(self)
-        explicit = bool(self.query.order_by) or bool(
-            self.model._meta.ordering and self.query.default_ordering
-        )
+        explicit = compat.explicitly_ordered(self)
         aliases = self._shard_aliases or ()
         joined, hops = split_select_related(self, lambda: aliases)
         shards = [joined._for_alias(alias, order_by_pk=not explicit) for alias in aliases]
         rows = streamed_rows(plan, shards, chunk_size)
         if rows is None:
             return iter(self._fanout_results())
-        rows = islice(rows, self.query.low_mark, self.query.high_mark)
+        rows = islice(rows, *compat.limits(self))
         return _with_hops(rows, hops, chunk_size) if hops else rows
 
     def _builds_models(self) -> bool:
@@ -478,7 +489,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         list (``for_choices()``: a select box, a filter form, DRF's browsable API; see
         ``choices``) or read by ``validate_unique()`` of this model (``unique``); None
         otherwise, and the query is routed (or refused) as usual."""
-        if self._db is not None or self._shard_aliases is not None:
+        if self._pinned is not None or self._shard_aliases is not None:
             return None
         if not self._shard_databases() or not refuses_unrouted(self.model):
             return None
@@ -486,13 +497,15 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
         return self.on_all_shards() if implied else None
 
     def _fetch_all(self) -> None:
-        if self._result_cache is None:
+        if compat.result_cache(self) is None:
             if self._is_fanout():
-                self._result_cache = self._fanout_results()
+                compat.set_result_cache(self, self._fanout_results())
             else:
                 implied = self._implied_fanout()
                 if implied is not None:
-                    self._result_cache = list(implied)  # its prefetches are kept, not redone
+                    compat.set_result_cache(
+                        self, list(implied)
+                    )  # its prefetches are kept, not redone
         super()._fetch_all()
 
     def iterator(self, chunk_size: int | None = None) -> Iterator[Any]:
@@ -570,7 +583,7 @@ class ShardedQuerySet(ShardedWritesMixin[_M], models.QuerySet[_M]):
     ) -> dict[Any, Any]:
         field = self._sharded_field
         is_pk = field is not None and field_name in ("pk", field.name)
-        if self._db is not None or field is None or field.shard_map is None or not is_pk:
+        if self._pinned is not None or field is None or field.shard_map is None or not is_pk:
             return super().in_bulk(id_list, field_name=field_name)
         if id_list is None:
             result: dict[Any, Any] = {}

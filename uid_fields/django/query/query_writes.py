@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from django.db import IntegrityError, models, transaction
 
+from .. import compat
 from ..connections.transactions import (
     check_transaction,
     sharded_atomic,
@@ -82,7 +83,7 @@ class ShardedWritesMixin(models.QuerySet[_M]):
         if unprotected_write_mode() is None or not self._shard_databases():
             return
         if aliases is None:
-            self._for_write = True  # as update() and delete() do: where the writes go
+            compat.mark_for_write(self)  # as update() and delete() do: where the writes go
             aliases = self._shard_aliases if self._is_fanout() else (self.primary_db,)
         check_transaction(self.model, aliases or ())
 
@@ -100,7 +101,7 @@ class ShardedWritesMixin(models.QuerySet[_M]):
         if self._is_fanout():
             aliases = self._shard_aliases or ()
         else:
-            self._for_write = True  # as update() does: the database writes go to
+            compat.mark_for_write(self)  # as update() does: the database writes go to
             aliases = (self.primary_db,)
         if field is not None and new_ids:
             refuse_id_moves(field, new_ids, aliases)
@@ -123,33 +124,34 @@ class ShardedWritesMixin(models.QuerySet[_M]):
             vetting.vet_write(self)
             shards = [self._for_alias(alias) for alias in self._shard_aliases or ()]
             deleted = delete_on_shards(shards, origin=self)
-            self._result_cache = None
+            compat.set_result_cache(self, None)
             return deleted
 
     def _alias_for_new(self, obj: models.Model) -> str:
         if self._sharded_field is None and parent_link(self.model) is None:
-            return self._db or self.primary_db
+            return compat.explicit_database(self) or self.primary_db
         alias = database_for_instance(obj)
-        if self._db is not None and self._db != alias:
-            check_write(obj, self._db)  # WrongShardError, unless allowed on purpose
-            return self._db
+        pinned = compat.explicit_database(self)
+        if pinned is not None and pinned != alias:
+            check_write(obj, pinned)  # WrongShardError, unless allowed on purpose
+            return pinned
         return alias
 
     def create(self, **kwargs: Any) -> Any:
         obj = self.model(**kwargs)
-        self._for_write = True
+        compat.mark_for_write(self)
         obj.save(force_insert=True, using=self._alias_for_new(obj))
         return obj
 
     def get_or_create(self, defaults: Any = None, **kwargs: Any) -> tuple[Any, bool]:
         if not self._shard_databases():
             return super().get_or_create(defaults, **kwargs)
-        self._for_write = True
+        compat.mark_for_write(self)
         try:
             return self._lookup_scope(kwargs).get(**kwargs), False
         except self.model.DoesNotExist:
             pass
-        params = self._extract_model_params(defaults, **kwargs)
+        params = compat.model_params(self, defaults, **kwargs)
         params = {k: v() if callable(v) else v for k, v in params.items()}
         obj = self.model(**params)
         alias = self._alias_for_new(obj)
@@ -196,13 +198,14 @@ class ShardedWritesMixin(models.QuerySet[_M]):
         if not self._shard_databases():
             return super().bulk_update(objs, fields, batch_size=batch_size)
         groups: dict[str, list[Any]] = {}
+        pinned = compat.explicit_database(self)
         for obj in objs:
             if obj.pk is None:
                 raise ValueError("All bulk_update() objects must have a primary key set.")
             alias = obj._state.db or database_for_instance(obj)
-            if self._db is not None and alias != self._db:
-                check_write(obj, self._db)  # WrongShardError unless allowed on purpose
-                alias = self._db
+            if pinned is not None and alias != pinned:
+                check_write(obj, pinned)  # WrongShardError unless allowed on purpose
+                alias = pinned
             groups.setdefault(alias, []).append(obj)
         fields = list(fields)
         check_bulk_keys(((a, obj) for a, group in groups.items() for obj in group), fields)
@@ -226,7 +229,7 @@ class ShardedWritesMixin(models.QuerySet[_M]):
         placed = fill_ids(objs)  # each row's database, placed once
         if field is None and parent_link(self.model) is None:
             return super().bulk_create(objs, *args, **kwargs)
-        if placed is not None and field is not None and self._db is None:
+        if placed is not None and field is not None and compat.explicit_database(self) is None:
             aliases = placed
         else:
             aliases = [self._alias_for_new(obj) for obj in objs]

@@ -115,7 +115,7 @@ def _key_of(field: Any, target: models.Model) -> Any:
 
 
 def _model_of(objs: Any) -> type[models.Model] | None:
-    if hasattr(objs, "_raw_delete") and hasattr(objs, "model"):
+    if compat.is_queryset_like(objs) and hasattr(objs, "model"):
         return objs.model  # type: ignore[no-any-return]
     try:
         return type(objs[0]) if objs else None

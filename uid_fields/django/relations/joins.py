@@ -31,7 +31,7 @@ from django.db import connections, models
 from django.db import router as db_router
 from django.db.models import Prefetch
 
-from ..compat import max_related_depth, select_related_request
+from ..compat import max_related_depth, select_related_request, set_operation
 from ..routing import colocated, parent_link, sharded_pk
 
 __all__ = [
@@ -178,7 +178,7 @@ def split_select_related(
     """``queryset`` with only the joins that stay on ``databases()`` (asked only when
     something is selected), and the relations to load from their own databases after
     its rows (none: ``queryset`` itself)."""
-    if queryset.query.combinator or not select_related_request(queryset):
+    if set_operation(queryset) or not select_related_request(queryset):
         return queryset, []
     joined, hops = split_tree(queryset.model, requested_tree(queryset), databases())
     if not hops:

@@ -24,6 +24,7 @@ from django.db import connections
 
 from ...._internal.commandline import BROKEN_PIPE_STATUS, STDIN, ids_of, output_failure
 from ....sql import installs
+from ...compat import wrapped_stream
 from ...conf import conf, get_generator
 from ...connections.replicas import replica_primaries
 from ...connections.twophase import resolve_prepared
@@ -83,7 +84,7 @@ class Command(MoveShardsCommands, BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # The stream Django wrapped (sys.stdout, or call_command's stdout=); the stubs
         # type OutputWrapper's attributes through its __getattr__.
-        stream = cast(TextIO, self.stdout._out)
+        stream = cast(TextIO, wrapped_stream(self.stdout))
         self.stdout = _Output(stream, ending=self.stdout.ending)
         try:
             self._handle(**options)
