@@ -194,8 +194,8 @@ def _fix_clock(admin: object, unix_ms: int) -> None:
 def test_ids_within_a_reserved_range_write_nothing_durable(schema: tuple[object, str]) -> None:
     """The state sequence is written only when the clock passes what it reserved: a
     setval per id gave every transaction an xid, so each commit waited for a WAL flush.
-    With the clock held still, a thousand ids (into the next millisecond when the first
-    is full) neither assign an xid nor move the state sequence."""
+    With the clock held still, 3000 ids (carried into the next milliseconds as each
+    one's 1024 are used) neither assign an xid nor move the state sequence."""
     import time
 
     admin, name = schema
@@ -207,7 +207,7 @@ def test_ids_within_a_reserved_range_write_nothing_durable(schema: tuple[object,
         made = [
             row[0]
             for row in admin.execute(  # type: ignore[attr-defined]
-                "SELECT next_id() FROM generate_series(1, 1000)"
+                "SELECT next_id() FROM generate_series(1, 3000)"
             ).fetchall()
         ]
         xid = admin.execute("SELECT pg_current_xact_id_if_assigned()").fetchone()[0]  # type: ignore[attr-defined]
@@ -223,3 +223,34 @@ def test_ids_within_a_reserved_range_write_nothing_durable(schema: tuple[object,
         <= state >> layout.sequence_bits
         for i in ids
     )
+
+
+def test_a_clock_that_goes_back_repeats_nothing(schema: tuple[object, str]) -> None:
+    """NTP steps the clock back 5 s: the ids go on above the last one issued (a new block
+    always starts above the last), and follow the clock again once it has caught up."""
+    admin, name = schema
+    _install(admin, name)
+    first = [r[0] for r in admin.execute("SELECT next_id() FROM generate_series(1, 2000)")]  # type: ignore[attr-defined]
+    _shift_clock(admin, -5000)
+    back = [r[0] for r in admin.execute("SELECT next_id() FROM generate_series(1, 2000)")]  # type: ignore[attr-defined]
+    _shift_clock(admin, 0)
+    later = [r[0] for r in admin.execute("SELECT next_id() FROM generate_series(1, 2000)")]  # type: ignore[attr-defined]
+    ids = first + back + later
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert abs(_age_ms(later[-1])) < 60_000
+
+
+def test_the_first_id_after_a_quiet_spell_carries_the_clocks_time(
+    schema: tuple[object, str],
+) -> None:
+    """The rest of an old millisecond's block is not handed out once the clock has
+    passed it: the id is stamped with the reading, not with the block's time."""
+    import time
+
+    admin, name = schema
+    _install(admin, name)
+    now_ms = int(time.time() * 1000)
+    for reading in (now_ms, now_ms + 1000, now_ms + 1001):
+        _fix_clock(admin, reading)
+        made = admin.execute("SELECT next_id()").fetchone()[0]  # type: ignore[attr-defined]
+        assert INSTAGRAM.decompose(made).timestamp_ms == reading
