@@ -186,6 +186,27 @@ def test_a_switch_while_plpgsql_sessions_make_ids_repeats_nothing(db: str) -> No
     assert len(set(ids)) == len(ids)
 
 
+def test_a_role_granted_the_state_sequence_may_call_the_plpgsql_function(db: str) -> None:
+    """Where the application's role is not the one that installs (it was granted the
+    state sequence, as the PL/pgSQL function needed), the install gives it the same
+    rights on the function's other sequences."""
+    role = f"uidf_app_{uuid.uuid4().hex[:8]}"
+    with _connect(db) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute("CREATE SEQUENCE IF NOT EXISTS uid_next_id_state AS bigint MINVALUE 0")
+        admin.execute(f"GRANT SELECT, UPDATE ON uid_next_id_state TO {role}")
+    try:
+        _install(db, language="plpgsql")
+        with _connect(db) as app:
+            app.execute(f"SET ROLE {role}")
+            made = _ids(app, 3000)
+        assert len(set(made)) == 3000
+    finally:
+        with _connect(db) as admin:
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
+
+
 def test_a_cancelled_statement_leaves_no_lock_behind(db: str) -> None:
     _install(db)
     for _ in range(5):

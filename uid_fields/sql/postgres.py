@@ -462,15 +462,26 @@ END
         function starts again above the durable state. Logged where the server has no
         unlogged sequences (before PostgreSQL 15): slower, as correct.
         """
+        helpers = (self.issued, self.block, self.reserved)
         create = " ".join(
             f"EXECUTE 'CREATE ' || kind || 'SEQUENCE IF NOT EXISTS {name} AS bigint "
             "MINVALUE -1 START -1';"
-            for name in (self.issued, self.block, self.reserved)
+            for name in helpers
+        )
+        # Whoever was granted the state sequence (the application's role, where another
+        # one installs) calls the function: it gets the same rights on these.
+        grant = (
+            "FOR granted IN SELECT a.privilege_type AS privilege, CASE a.grantee WHEN 0 "
+            "THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS grantee "
+            "FROM pg_class c, aclexplode(c.relacl) a "
+            f"WHERE c.oid = '{self.sequence}'::regclass AND a.grantee <> c.relowner LOOP "
+            f"EXECUTE format('GRANT %s ON SEQUENCE {', '.join(helpers)} TO %s', "
+            "granted.privilege, granted.grantee); END LOOP;"
         )
         return (
-            "DO $uid_install$ DECLARE kind text := CASE WHEN "
+            "DO $uid_install$ DECLARE granted record; kind text := CASE WHEN "
             "current_setting('server_version_num')::int >= 150000 THEN 'UNLOGGED ' "
-            f"ELSE '' END; BEGIN {create} END $uid_install$"
+            f"ELSE '' END; BEGIN {create} {grant} END $uid_install$"
         )
 
     def drop_statements(self) -> list[str]:
