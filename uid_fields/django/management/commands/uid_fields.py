@@ -298,9 +298,10 @@ class Command(MoveShardsCommands, BaseCommand):
             return f"not PostgreSQL ({connection.vendor})"
         expected = next_id_function(generator, shards, alias, function)
         with connection.cursor() as cursor:
-            cursor.execute("SELECT to_regclass(%s)", [expected.sequence])
-            if cursor.fetchone()[0] is None:
-                return f"missing sequence {expected.sequence}"
+            for sequence in expected.sequences:
+                cursor.execute("SELECT to_regclass(%s)", [sequence])
+                if cursor.fetchone()[0] is None:
+                    return f"missing sequence {sequence}"
             bodies, schemas = {}, {}
             for signature in (*expected.installed_bodies(), f"{expected.clock}()"):
                 cursor.execute(
