@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import UidFieldsError
+from ..errors import ReplicationError, ReplicationUnavailable
 from ..placement import Placement
 from ..placement.predicates import logical_range_sql, logical_shard_sql
 from ..sql import replication as sql
@@ -37,14 +37,6 @@ __all__ = [
 
 #: Runs one SQL statement in autocommit and returns its rows (none for a command).
 Run = Callable[[str], list[tuple[Any, ...]]]
-
-
-class ReplicationError(UidFieldsError, RuntimeError):
-    """The replication move could not go on (a comparison that differs, a timeout)."""
-
-
-class ReplicationUnavailable(UidFieldsError, ValueError):
-    """The databases cannot carry a move by replication; the message says the fix."""
 
 
 class Fence(Protocol):
