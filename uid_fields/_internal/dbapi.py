@@ -1,4 +1,4 @@
-"""Interrupting a DB-API connection from another thread.
+"""Interrupting a DB-API connection from another thread, and where it was opened to.
 
 A query blocked on a frozen server (stopped, or behind a dead network path) waits in a
 socket read that no ``statement_timeout`` ends: the server that would enforce it is the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 
-__all__ = ["interrupt"]
+__all__ = ["interrupt", "tcp_port"]
 
 
 def interrupt(connection: object) -> bool:
@@ -28,3 +28,11 @@ def interrupt(connection: object) -> bool:
         mysql_socket.shutdown(socket.SHUT_RDWR)
         return True
     return False
+
+
+def tcp_port(connection: object) -> int | None:
+    """The TCP port a psycopg connection was opened to; None for a Unix socket or a
+    driver that does not say (a move compares it with the server's own port)."""
+    info = getattr(connection, "info", None)
+    host, port = getattr(info, "host", ""), getattr(info, "port", None)
+    return int(port) if port and host and not str(host).startswith("/") else None
