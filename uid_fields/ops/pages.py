@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from .._internal import validate as check
-from ..errors import MalformedCursorError
+from ..errors import DeepOffsetWarning, MalformedCursorError
 from ..ids.layouts import coerce_id
 from ..ids.public import PublicIds
 
@@ -48,11 +48,6 @@ R = TypeVar("R")
 #: A fan-out whose OFFSET is above this warns, once per query shape per process
 #: (Django's ``FAN_OUT_OFFSET_WARNING``, SQLAlchemy's ``fan_out_offset_warning``).
 DEFAULT_OFFSET_WARNING = 1000
-
-
-class DeepOffsetWarning(RuntimeWarning):
-    """A fan-out with a deep OFFSET: every shard returned ``offset + limit`` rows for a
-    page of ``limit``. Use keyset pages (rows after the last id shown) instead."""
 
 
 #: Keys a signed 64-bit column can hold: a larger one would be a database error (a 500).

@@ -22,6 +22,7 @@ import django
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
+from ...errors import UnprotectedShardWriteWarning
 from ..conf import conf, shard_databases
 from .twophase import two_phase_atomic
 
@@ -32,15 +33,6 @@ __all__ = [
     "unprotected_write_mode",
     "writes_checked",
 ]
-
-
-class UnprotectedShardWriteWarning(RuntimeWarning):
-    """A shard write inside a transaction that holds none on that shard.
-
-    The row commits on its own and an exception in the block does not roll it back.
-    Warned when DEBUG is on; ``UID_FIELDS["UNPROTECTED_SHARD_WRITES"] = "error"`` raises
-    it instead (in tests too, where Django turns DEBUG off), ``"warn"`` warns always.
-    """
 
 
 @contextmanager

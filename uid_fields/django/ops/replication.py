@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import connections
 
+from ..._internal import dbapi
 from ...ops.moves import ShardMove
 from ...ops.replication import LogicalMove, PgDatabase, logical_refusal, pg_tables
 from ...sql.replication import conninfo, move_name
@@ -46,7 +47,7 @@ def pg_database(alias: str) -> PgDatabase:
         user=settings.get("USER") or None,
         password=settings.get("PASSWORD") or None,
     )
-    return PgDatabase(alias, run, info, raw.close)
+    return PgDatabase(alias, run, info, raw.close, port=dbapi.tcp_port(raw))
 
 
 def logical_refusal_of(move: ShardMove) -> str | None:

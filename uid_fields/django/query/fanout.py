@@ -16,11 +16,11 @@ from typing import Any
 
 from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
 from django.db import DatabaseError, connections, models
-from django.db.models import F, OrderBy
+from django.db.models import F, OrderBy, Q
 
 from ..._internal import dbapi, pgmux
 from ...errors import FanOutTimeoutError, UnmergeableQueryError
-from ...ops import merge, parallel, streams
+from ...ops import chunks, merge, parallel, streams
 from ...sql.collation import (
     MYSQL_COLUMN_COLLATION,
     ranking_collation,
@@ -36,6 +36,8 @@ from ..compat import (
     ValuesIterable,
     iterable_class,
     known_related_objects,
+    limited,
+    limits,
     ordering_request,
     related_populators,
     selected_names,
@@ -438,7 +440,12 @@ class _Shape:
             self.names = names
             pk_name = plan.model._meta.pk.attname
             columns = [pk_name if n == "pk" else n for n in names]
-            extra = [name for name, _, _ in terms if name not in columns]
+            # The primary key comes too: a stream read in keyset chunks orders by it last.
+            extra = [
+                name
+                for name in dict.fromkeys([*(t[0] for t in terms), pk_name])
+                if name not in columns
+            ]
             self.wanted = [*names, *extra]
             index = {name: i for i, name in enumerate([*columns, *extra])}
             get = lambda row, n: row[index[n]]  # noqa: E731
@@ -446,12 +453,21 @@ class _Shape:
             merge.SortKey(_reader(get, name), descending, nulls, name)
             for name, descending, nulls in terms
         ]
+        pk = str(plan.model._meta.pk.attname)
+        self.chunk_keys = [*self.keys] + (
+            []
+            if pk in {key.name for key in self.keys}
+            else [merge.SortKey(_reader(get, pk), name=pk)]
+        )
 
     def rows(self, shard: Any, chunk_size: int | None = None) -> Any:
         """The shard's rows, read whole or, with ``chunk_size``, as a chunked cursor."""
         source = shard if self.plain else shard.values_list(*self.wanted)
         if chunk_size is not None:
-            rows = source.iterator(chunk_size=chunk_size)
+            if _without_server_cursors(shard.db):
+                rows = _keyset_chunks(source, self.chunk_keys, chunk_size)
+            else:
+                rows = source.iterator(chunk_size=chunk_size)
             return rows if self.plain else (tuple(row) for row in rows)
         return list(source) if self.plain else [tuple(row) for row in source]
 
@@ -470,6 +486,67 @@ class _Shape:
             factory = namedtuple("Row", names)
             return (factory(*row[:width]) for row in rows)
         return (row[:width] for row in rows)
+
+
+def _without_server_cursors(alias: str) -> bool:
+    """Whether a stream from ``alias`` is read in keyset chunks (``ops.chunks``): its
+    PostgreSQL settings disable server-side cursors, as Django's docs require behind a
+    pooler in transaction mode, where a cursor does not outlive its transaction."""
+    connection = connections[alias]
+    return connection.vendor == "postgresql" and bool(
+        connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    )
+
+
+def _keyset_chunks(
+    source: models.QuerySet[Any], keys: list[merge.SortKey], chunk_size: int
+) -> Iterator[Any]:
+    """The rows of ``source`` (one shard's query, ``[:high]`` at most) read ``chunk_size``
+    at a time, each chunk the rows past the last one read in the order of ``keys``
+    (the query's terms, then the primary key): no cursor is held between two queries,
+    and no more than a chunk is in memory."""
+    alias = source.db
+    vendor = connections[alias].vendor
+    terms = [chunks.ChunkTerm(k.name, k.descending, merge.null_position(k, vendor)) for k in keys]
+    unsliced = limited(source, None)
+    if not ordering_request(unsliced)[1]:  # reverse(): the terms are reversed already
+        unsliced = unsliced.reverse()
+    ordered = unsliced.order_by(*(_order_by(term) for term in terms))
+    _, high = limits(source)
+    read, last = 0, None
+    while high is None or read < high:
+        size = chunk_size if high is None else min(chunk_size, high - read)
+        query = ordered if last is None else ordered.filter(_q_beyond(terms, last))
+        rows = list(query[:size])
+        yield from rows
+        read += len(rows)
+        if len(rows) < size:
+            return
+        last = [key.get(rows[-1]) for key in keys]
+
+
+def _order_by(term: chunks.ChunkTerm) -> OrderBy:
+    """The term as an ORDER BY, its NULLs placed where ``rows_beyond`` expects them."""
+    field = F(term.name)
+    first, last = term.nulls == "first", term.nulls == "last"
+    if term.descending:
+        return field.desc(nulls_first=first or None, nulls_last=last or None)
+    return field.asc(nulls_first=first or None, nulls_last=last or None)
+
+
+def _q_beyond(terms: list[chunks.ChunkTerm], last: list[Any]) -> Q:
+    """``chunks.rows_beyond`` as a ``Q``: an OR of ANDs."""
+    lookups = {"=": "exact", ">": "gt", "<": "lt"}
+    beyond = Q(pk__in=[])  # no alternative: no row follows
+    for alternative in chunks.rows_beyond(terms, last):
+        both = Q()
+        for c in alternative:
+            if c.op in lookups:
+                both &= Q(**{f"{c.name}__{lookups[c.op]}": c.value})
+            else:
+                both &= Q(**{f"{c.name}__isnull": c.op == "is null"})
+        beyond |= both
+    return beyond
 
 
 def _item(row: Any, name: str) -> Any:
