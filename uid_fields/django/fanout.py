@@ -174,27 +174,93 @@ _OWN_WRAPPERS = (WRITE_WATCHER, FENCE_TRANSLATOR)
 def _at_once(
     compiled: CompiledSelect, aliases: list[str]
 ) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
-    """Each shard's rows of ``compiled``, from one pool thread that sends the SQL to
-    every shard before reading any answer (``_internal.pgmux``): no thread per shard.
+    """Each shard's rows of ``compiled``, sent to every shard before any answer is read
+    (``_internal.pgmux``): no thread per shard.
 
-    Where that cannot be done (inside ``atomic``, a connection whose queries are
-    observed: execute wrappers, ``DEBUG``'s query log, a driver other than psycopg 3)
-    or a connection turned out broken, None: the caller reads each shard on its own
-    pool thread, as every other fan-out does."""
-    if any(connections[alias].in_atomic_block for alias in aliases):
-        return None
+    The shards outside a transaction are read from one pool thread, on its connections.
+    Those whose connection in this thread is inside ``atomic`` are read on that
+    connection, so the read sees what the transaction wrote: from this thread, sent
+    all at once too, while the pool thread reads the others (``parallel``'s ``here``).
+    Where that cannot be done (a connection whose queries are observed: execute
+    wrappers, ``DEBUG``'s query log, a driver other than psycopg 3, a transaction that
+    must roll back) or a connection turned out broken, None: the caller reads each
+    shard its usual way (``gather``)."""
     concurrency = conf.FAN_OUT_CONCURRENCY
     if (parallel.workers() if concurrency is None else concurrency) == 0:
         return None  # fan-outs run one shard after another on the calling thread
+    held = [alias for alias in aliases if connections[alias].in_atomic_block]
+    free = [alias for alias in aliases if alias not in held]
+    if held and not all(_pipelines_in_transaction(alias) for alias in held):
+        return None
     timeout = conf.FAN_OUT_TIMEOUT
-    (parts,) = parallel.run_per_shard(
-        [lambda: _send_to_all(compiled, aliases, timeout)],
-        names=[_ALL_SHARDS],
+    calls: list[Callable[[], list[list[tuple[str, tuple[Any, ...]]]] | None]] = []
+    names = []
+    if free:
+        calls.append(lambda: _send_to_all(compiled, free, timeout))
+        names.append(_ALL_SHARDS)
+    if held:
+        calls.append(lambda: _send_in_transaction(compiled, held, timeout))
+        names.append(", ".join(held))
+    answers = parallel.run_per_shard(
+        calls,
+        names=names,
         timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
         concurrency=concurrency,
-        pooled=True,
+        pooled=bool(free),
+        here=[len(calls) - 1] if held else [],
     )
-    return parts
+    if any(parts is None for parts in answers):
+        return None
+    groups = [group for group in (free, held) if group]
+    found = {}
+    for group, parts in zip(groups, answers, strict=True):
+        found.update(zip(group, parts or (), strict=True))
+    return [found[alias] for alias in aliases]
+
+
+def _pipelines_in_transaction(alias: str) -> bool:
+    """Whether this thread's connection to ``alias``, inside ``atomic``, can be read with
+    ``pgmux`` (psycopg 3, nothing observing its queries, a transaction not marked for
+    rollback: that one must raise Django's own error)."""
+    connection = connections[alias]
+    raw = connection.connection
+    if raw is None or connection.needs_rollback or connection.queries_logged:
+        return False
+    if any(w not in _OWN_WRAPPERS for w in connection.execute_wrappers):
+        return False
+    return pgmux.available(raw, in_transaction=True)
+
+
+def _send_in_transaction(
+    compiled: CompiledSelect, aliases: list[str], timeout: float | None
+) -> list[list[tuple[str, tuple[Any, ...]]]]:
+    """The rows of ``compiled`` on this thread's connections to ``aliases``, each inside
+    its transaction, sent to all before any answer is read. An error there is raised as
+    Django's (the transaction is aborted, as a cursor's error would leave it); a deadline
+    that passes closes the late connections, and ``atomic`` rolls back."""
+    wrappers = [connections[alias] for alias in aliases]
+    raws = [connection.connection for connection in wrappers]
+    for raw in raws:
+        _interruptible_raw(raw)
+    failures: dict[int, Exception] = {}
+    try:
+        with wrappers[0].wrap_database_errors:
+            query = pgmux.bind(raws[0], compiled.sql, compiled.params)
+            answers = pgmux.fetch_at_once(
+                raws, query, timeout=timeout, names=aliases, failures=failures
+            )
+    except FanOutTimeoutError as late:
+        for alias in late.shards:
+            connections[alias].close()  # inside atomic: the block rolls back
+        raise
+    for position, error in sorted(failures.items()):
+        with wrappers[position].wrap_database_errors:
+            raise error
+    converted = iter(compiled.converted([row for rows in answers for row in rows or ()]))
+    return [
+        [(alias, next(converted)) for _ in rows or ()]
+        for alias, rows in zip(aliases, answers, strict=True)
+    ]
 
 
 def _send_to_all(
@@ -389,20 +455,19 @@ def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
 def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> list[Any]:
     """``work(shard)`` for each shard's queryset, in order: at the same time (on the
     core's bounded pool, each worker thread with its own connections) when every shard is
-    a server database (not SQLite) and none has a transaction open in this thread: work
-    inside ``atomic`` must see that transaction, so it runs on this thread's
-    connections, one shard after another."""
+    a server database (not SQLite). A shard whose connection in this thread is inside
+    ``atomic`` is read on that connection, so the work sees the transaction: on this
+    thread, while the pool reads the other shards (``parallel``'s ``here``)."""
     aliases = _chosen_reads(shards)
-    at_once = all(
-        connections[alias].vendor != "sqlite" and not connections[alias].in_atomic_block
-        for alias in aliases
-    )
+    at_once = all(connections[alias].vendor != "sqlite" for alias in aliases)
+    held = [i for i, alias in enumerate(aliases) if connections[alias].in_atomic_block]
     return parallel.run_per_shard(
         [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
         parallel=at_once,
         names=aliases,
         timeout=conf.FAN_OUT_TIMEOUT,
         concurrency=conf.FAN_OUT_CONCURRENCY,
+        here=held,
     )
 
 
