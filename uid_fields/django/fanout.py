@@ -212,7 +212,7 @@ def _at_once(
     if any(parts is None for parts in answers):
         return None
     groups = [group for group in (free, held) if group]
-    found = {}
+    found: dict[str, list[tuple[str, tuple[Any, ...]]]] = {}
     for group, parts in zip(groups, answers, strict=True):
         found.update(zip(group, parts or (), strict=True))
     return [found[alias] for alias in aliases]
