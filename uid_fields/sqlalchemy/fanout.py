@@ -319,8 +319,13 @@ def fan_out(
             results = read_on_loop(engines, plan.per_shard, params, options, timeout)
             return _merged(session, plan, results, shards)
         if on_event_loop(engines):
-            # Objects over async drivers come through the session, one shard after
-            # another (below): its connections live on the event loop.
+            # Objects over async drivers: their rows read as columns by one task per
+            # shard on the event loop, under the deadline, and made objects here; what
+            # a row of columns does not hold comes through the session, one shard after
+            # another (its connections live on the event loop).
+            kept = _kept_rows(session, plan, shards, engines, params, options)
+            if kept is not None:
+                return kept
             return _through_session(session, plan, params, options, shards)
         kept = _kept_rows(session, plan, shards, engines, params, options) if objects else None
         if kept is not None:
@@ -431,7 +436,13 @@ def _kept_rows(
 
     concurrency = session.fan_out_concurrency
     answers = None
-    if (parallel.workers() if concurrency is None else concurrency) != 0:
+    if on_event_loop(engines):
+        results = read_on_loop(engines, plan.per_shard, params, {}, session.fan_out_timeout)
+        answers = [
+            (list(result.keys()), [(shard, tuple(row)) for row in result])
+            for shard, result in zip(shards, results, strict=True)
+        ]
+    elif (parallel.workers() if concurrency is None else concurrency) != 0:
         answers = _at_once(plan, shards, engines, params, session.fan_out_timeout, held)
     if answers is None:
         answers = parallel.run_per_shard(
