@@ -201,14 +201,27 @@ def _at_once(
     if held:
         calls.append(lambda: _send_in_transaction(compiled, held, timeout))
         names.append(", ".join(held))
-    answers = parallel.run_per_shard(
-        calls,
-        names=names,
-        timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
-        concurrency=concurrency,
-        pooled=bool(free),
-        here=[len(calls) - 1] if held else [],
-    )
+    try:
+        answers = parallel.run_per_shard(
+            calls,
+            names=names,
+            timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
+            concurrency=concurrency,
+            pooled=bool(free),
+            here=[len(calls) - 1] if held else [],
+        )
+    except FanOutTimeoutError as late:
+        if _ALL_SHARDS not in late.shards:
+            raise
+        # The pool thread was still connecting (a server that accepts and never
+        # answers): name the shards it had not reached, not the pool.
+        shards = sorted({*(s for s in late.shards if s != _ALL_SHARDS), *_unconnected(free)})
+        raise FanOutTimeoutError(
+            f"no answer within {timeout:g} s from {', '.join(shards)} (connecting): the "
+            "fan-out gave up on them; raise FAN_OUT_TIMEOUT / fan_out_timeout= for slow "
+            "queries",
+            shards=shards,
+        ) from late
     if any(parts is None for parts in answers):
         return None
     groups = [group for group in (free, held) if group]
@@ -263,13 +276,27 @@ def _send_in_transaction(
     ]
 
 
+#: The aliases a pool thread of ``_send_to_all`` is connecting to, by thread: what a
+#: deadline that passes while it connects names.
+_connecting: dict[int, str] = {}
+
+
+def _unconnected(aliases: list[str]) -> list[str]:
+    """Those of ``aliases`` some pool thread is connecting to now (all when none is)."""
+    pending = [alias for alias in list(_connecting.values()) if alias in aliases]
+    return pending or aliases
+
+
 def _send_to_all(
     compiled: CompiledSelect, aliases: list[str], timeout: float | None
 ) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
+    # Connecting counts inside the deadline (with CONN_MAX_AGE = 0 every fan-out
+    # connects): the mux gets what is left of it.
+    deadline = None if timeout is None else time.monotonic() + timeout
     wrappers = [connections[alias] for alias in aliases]
     for alias, connection in zip(aliases, wrappers, strict=True):
         _fresh_worker_connection(alias)
-        connection.ensure_connection()
+        _connect(alias, connection)
         wrappers_seen = [w for w in connection.execute_wrappers if w not in _OWN_WRAPPERS]
         observed = wrappers_seen or connection.queries_logged
         if observed or connection.in_atomic_block or not pgmux.available(connection.connection):
@@ -279,11 +306,17 @@ def _send_to_all(
         _interruptible_raw(raw)
     try:
         query = pgmux.bind(raws[0], compiled.sql, compiled.params)
-        answers = pgmux.fetch_at_once(raws, query, timeout=timeout, names=aliases)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        answers = pgmux.fetch_at_once(raws, query, timeout=left, names=aliases)
     except FanOutTimeoutError as late:
         for alias in late.shards:
             connections[alias].close()  # a query may still run there: never reuse it
-        raise
+        raise FanOutTimeoutError(
+            f"no answer within {timeout:g} s from {', '.join(late.shards)}: the fan-out "
+            "gave up on them (their connections are discarded); raise FAN_OUT_TIMEOUT / "
+            "fan_out_timeout= for slow queries",
+            shards=late.shards,
+        ) from None
     except Exception:  # a broken connection (a server restarted): the usual way instead
         for connection in wrappers:
             if not connection.is_usable():
@@ -505,9 +538,22 @@ def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[]
 
 
 def _attempt(connection: Any, shard: Any, work: Callable[[Any], Any]) -> Any:
-    connection.ensure_connection()
+    _connect(connection.alias, connection)
     _interruptible(connection)
     return work(shard)
+
+
+def _connect(alias: str, connection: Any) -> None:
+    """``ensure_connection()`` on a pool thread; an error names the shard (Django's own
+    says only "connection timeout expired"), in Django's type, as raised there."""
+    me = threading.get_ident()
+    _connecting[me] = alias
+    try:
+        connection.ensure_connection()
+    except DatabaseError as error:
+        raise type(error)(f"{alias}: connecting failed: {error}") from error
+    finally:
+        _connecting.pop(me, None)
 
 
 def _interruptible(connection: Any) -> None:
