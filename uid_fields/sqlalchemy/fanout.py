@@ -12,6 +12,7 @@ runs for the plan (``describe.shard_select``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -436,6 +437,7 @@ def _kept_rows(
 
     concurrency = session.fan_out_concurrency
     answers = None
+    started = time.monotonic()  # one deadline for the mux and the pool after it
     if on_event_loop(engines):
         results = read_on_loop(engines, plan.per_shard, params, {}, session.fan_out_timeout)
         answers = [
@@ -448,7 +450,7 @@ def _kept_rows(
         answers = parallel.run_per_shard(
             [on(shard) for shard in shards],
             names=shards,
-            timeout=session.fan_out_timeout,
+            timeout=_left(session.fan_out_timeout, started),
             concurrency=concurrency,
             here=_held(shards, held),
         )
@@ -512,6 +514,11 @@ def _at_once(
     failures: dict[int, Exception] = {}
     if any(held[s].dialect.driver != dialect.driver for s in shards if s in held):
         return None
+    if any(s not in held and not _idle_connection(engines[s]) for s in shards):
+        # A shard with no idle pooled connection would be connected to from this
+        # thread, where a server that accepts and never answers holds it past the
+        # deadline: the pool threads connect, under it, naming the shard.
+        return None
     drivers: list[Any] = []
     try:
         for shard in shards:
@@ -553,6 +560,17 @@ def _at_once(
         (names, [(shard, _processed(row, processors) if process else row) for row in rows or ()])
         for shard, rows in zip(shards, answers, strict=True)
     ]
+
+
+def _left(timeout: float | None, started: float) -> float | None:
+    """What is left of ``timeout`` seconds from ``started`` (``time.monotonic()``)."""
+    return None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+
+
+def _idle_connection(engine: Any) -> bool:
+    """Whether ``engine``'s pool holds a connection checked in (none to connect)."""
+    checkedin = getattr(engine.pool, "checkedin", None)
+    return bool(checkedin is not None and checkedin() > 0)
 
 
 def _processed(row: tuple[Any, ...], processors: list[Any]) -> tuple[Any, ...]:
