@@ -117,7 +117,9 @@ class _Task:
         outer = getattr(_local, "task", None)
         _local.task = self
         try:
-            result = self.context.run(self.call)
+            # A call kept on the calling thread runs in the caller's own context, as a
+            # sequential fan-out's calls do.
+            result = self.context.run(self.call) if self.pooled else self.call()
         except BaseException as exc:
             self.future.set_exception(exc)
         else:
