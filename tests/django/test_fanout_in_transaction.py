@@ -86,3 +86,12 @@ def test_a_count_inside_one_shards_atomic_reads_the_others_at_the_same_time() ->
             if alias != "shard_1"
         )
         assert _at_the_barrier("counted").count() == expected  # type: ignore[attr-defined]
+
+
+def test_a_count_and_values_inside_sharded_atomic_read_every_shard_at_once() -> None:
+    with sharded_atomic():
+        made = _one_per_shard("all held")
+        assert _at_the_barrier("all held").count() == len(made)  # type: ignore[attr-defined]
+        ids = _at_the_barrier("all held").order_by("-id").values_list("id", flat=True)  # type: ignore[attr-defined]
+        assert list(ids) == [o.pk for o in made]
+        transaction.set_rollback(True, using="default")

@@ -28,6 +28,7 @@ from .compat import (
     NamedValuesListIterable,
     ValuesIterable,
     iterable_class,
+    lent_connection,
     selected_names,
 )
 from .conf import conf
@@ -487,21 +488,44 @@ def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
 
 def gather(shards: Sequence[ShardedQuerySet], work: Callable[[Any], Any]) -> list[Any]:
     """``work(shard)`` for each shard's queryset, in order: at the same time (on the
-    core's bounded pool, each worker thread with its own connections) when every shard is
-    a server database (not SQLite). A shard whose connection in this thread is inside
-    ``atomic`` is read on that connection, so the work sees the transaction: on this
-    thread, while the pool reads the other shards (``parallel``'s ``here``)."""
+    core's bounded pool) when every shard is a server database (not SQLite). A shard
+    whose connection in this thread is inside ``atomic`` is read on that connection, so
+    the work sees the transaction (``_on_held``); the others on the pool threads' own."""
     aliases = _chosen_reads(shards)
     at_once = all(connections[alias].vendor != "sqlite" for alias in aliases)
-    held = [i for i, alias in enumerate(aliases) if connections[alias].in_atomic_block]
+    calls = [
+        _on_held(alias, shard, work)
+        if connections[alias].in_atomic_block
+        else _on_shard(alias, shard, work)
+        for alias, shard in zip(aliases, shards, strict=True)
+    ]
     return parallel.run_per_shard(
-        [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
+        calls,
         parallel=at_once,
         names=aliases,
         timeout=conf.FAN_OUT_TIMEOUT,
         concurrency=conf.FAN_OUT_CONCURRENCY,
-        here=held,
     )
+
+
+def _on_held(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
+    """``work(shard)`` on the calling thread's connection to ``alias``, which is inside
+    ``atomic``: on a pool thread, that connection lent to it for the call (Django's
+    thread sharing, as its live server lends a test's connection), while the calling
+    thread waits and touches none of it. The call's ``connections[alias]`` is that
+    connection, so the work sees the transaction's writes; nothing is retried, and the
+    connection is never closed there (it holds the transaction: a deadline that cuts it
+    leaves ``atomic`` to roll back)."""
+    lent = connections[alias]
+
+    def run() -> Any:
+        if not parallel.in_worker():
+            return work(shard)
+        with lent_connection(alias, lent):
+            _interruptible(lent)
+            return work(shard)
+
+    return run
 
 
 def _chosen_reads(shards: Sequence[ShardedQuerySet]) -> list[str]:
