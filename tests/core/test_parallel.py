@@ -359,3 +359,33 @@ def test_a_read_on_a_dropped_connection_runs_once_more_and_nothing_else_does() -
     with pytest.raises(Dropped):  # the deadline cut it: not again
         parallel.once_more_after_drop(lambda: read_failing(1, Dropped()), is_drop, cut=lambda: True)
     assert len(calls) == 1
+
+
+def test_calls_kept_here_run_on_this_thread_while_the_pool_runs_the_others() -> None:
+    meet = threading.Barrier(3, timeout=5)  # only passes if the three run at once
+    me = threading.get_ident()
+
+    def call(i: int) -> tuple[int, bool]:
+        meet.wait()
+        return i, threading.get_ident() == me
+
+    calls = [lambda i=i: call(i) for i in range(3)]
+    found = parallel.run_per_shard(calls, names=["s0", "s1", "s2"], here=[1])
+    assert found == [(0, False), (1, True), (2, False)]
+    # Every call here: one after another on this thread, as before.
+    assert parallel.run_per_shard([lambda: threading.get_ident()] * 2, here=[0, 1]) == [me, me]
+
+
+def test_a_call_kept_here_past_the_deadline_is_interrupted_and_named() -> None:
+    released = threading.Event()
+
+    def stuck() -> str:
+        parallel.on_timeout(released.set)  # the timer thread interrupts this thread's call
+        released.wait(30)
+        raise ConnectionError("socket shut down")
+
+    started = time.monotonic()
+    with pytest.raises(FanOutTimeoutError, match="s1") as raised:
+        parallel.run_per_shard([lambda: "a", stuck], names=["s0", "s1"], timeout=0.3, here=[1])
+    assert raised.value.shards == ["s1"]
+    assert released.is_set() and time.monotonic() - started < 5

@@ -122,3 +122,41 @@ def test_a_page_read_from_one_thread_replaces_dropped_connections() -> None:
             assert [o.pk for o in Order.objects.on_all_shards().order_by("-id")[:5]] == newest
     finally:
         parallel.shutdown()
+
+
+def test_connecting_to_a_frozen_shard_counts_inside_the_deadline_and_names_it(
+    proxied: FreezableProxy,
+) -> None:
+    """As with ``CONN_MAX_AGE = 0``, where every fan-out connects: a shard that accepts
+    and never answers is named by the deadline (or by the driver's connect timeout),
+    for a page and for a count, never a bare error of no shard."""
+    from django.db import DatabaseError
+
+    for _ in range(12):
+        Order.objects.create(note="x")
+    entry = connections.settings[FROZEN]
+    proxied.freeze()
+    with _with_timeout(1.5):
+        for read in ("page", "count"):
+            parallel.shutdown()  # the pool's connections closed: each fan-out connects
+            started = time.monotonic()
+            with pytest.raises(FanOutTimeoutError, match=FROZEN) as raised:
+                if read == "page":
+                    list(Order.objects.on_all_shards().order_by("-id")[:5])
+                else:
+                    Order.objects.on_all_shards().count()
+            assert raised.value.shards == [FROZEN]
+            assert time.monotonic() - started < 7.5  # a hang detector: 5x the deadline
+    options = entry.setdefault("OPTIONS", {})
+    options["connect_timeout"] = 1  # the driver gives up first: its error names the shard
+    try:
+        with _with_timeout(3):
+            for read in ("page", "count"):
+                parallel.shutdown()
+                with pytest.raises((FanOutTimeoutError, DatabaseError), match=FROZEN):
+                    if read == "page":
+                        list(Order.objects.on_all_shards().order_by("-id")[:5])
+                    else:
+                        Order.objects.on_all_shards().count()
+    finally:
+        del options["connect_timeout"]

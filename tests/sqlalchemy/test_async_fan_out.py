@@ -218,3 +218,53 @@ def test_the_greenlet_bridge_runs_sync_code_that_awaits() -> None:
         return await_only(twice(n)) + 1
 
     assert asyncio.run(greenlet_spawn(sync_code, 20)) == 41
+
+
+def test_an_object_fan_out_on_a_frozen_async_shard_keeps_its_deadline(
+    postgres_databases: list[str],
+) -> None:
+    engines = _postgres_engines(postgres_databases)
+    target = make_url(engines["shard_3"].url.render_as_string(hide_password=False))
+    page = select(Order).order_by(Order.id.desc()).limit(10)
+
+    async def main() -> None:
+        async with shard_tables(engines):
+            ids = await _fill(engines, 40)
+            with freezable_proxy(target.port or 5432) as proxy:
+                proxied = create_async_engine(target.set(host="127.0.0.1", port=proxy.port))
+                shards = {**engines, "shard_3": proxied}
+                try:
+                    async with async_sharded_session(shards, fan_out_timeout=1.5) as session:
+                        found = (await on_all_shards(session, page)).scalars().all()
+                        assert [o.id for o in found] == sorted(ids, reverse=True)[:10]
+                    proxy.freeze()
+                    started = time.monotonic()
+                    async with async_sharded_session(shards, fan_out_timeout=1.5) as session:
+                        with pytest.raises(FanOutTimeoutError, match="shard_3") as raised:
+                            await on_all_shards(session, page)
+                    assert raised.value.shards == ["shard_3"]
+                    assert time.monotonic() - started < 7.5  # a hang detector: 5x the deadline
+                finally:
+                    proxy.thaw()
+                    await proxied.dispose()
+
+    asyncio.run(main())
+
+
+def test_async_streaming_is_refused_before_it_starts(postgres_databases: list[str]) -> None:
+    engines = _postgres_engines(postgres_databases)
+    streamed = select(Order).order_by(Order.id).execution_options(yield_per=10)
+
+    async def main() -> None:
+        async with shard_tables(engines):
+            await _fill(engines, 12)
+            async with async_sharded_session(engines) as session:
+                with pytest.raises(UnmergeableQueryError, match="yield_per"):
+                    await on_all_shards(session, streamed)
+                with pytest.raises(UnmergeableQueryError, match="yield_per"):
+                    await on_all_shards(
+                        session, select(Order.id), execution_options={"stream_results": True}
+                    )
+                assert (await on_all_shards(session, COUNT)).scalar() == 12  # still usable
+
+    asyncio.run(main())

@@ -74,6 +74,30 @@ def test_a_frozen_shard_is_named_and_starves_nothing(
         assert session.on_all_shards(count).scalar() == 40  # no restart needed
 
 
+def test_a_page_that_must_connect_to_a_frozen_shard_keeps_its_deadline(
+    proxied: tuple[dict[str, Engine], FreezableProxy],
+) -> None:
+    """A page of objects (sent to every shard at once from the calling thread when each
+    has a pooled connection) to a shard it must connect to, which accepts and never
+    answers: the deadline names it; the connecting counts inside it."""
+    shards, proxy = proxied
+    page = select(Order).order_by(Order.id.desc()).limit(5)
+    with sharded_session(shards, fan_out_timeout=1.5) as session:
+        bulk_insert(session, Order, [{"customer": f"c{i}"} for i in range(40)])
+        session.commit()
+        assert len(session.on_all_shards(page).scalars().all()) == 5
+    shards["shard_3"].dispose()  # no pooled connection left: the next page connects
+    proxy.freeze()
+    started = time.monotonic()
+    with (
+        sharded_session(shards, fan_out_timeout=1.5) as session,
+        pytest.raises(FanOutTimeoutError, match="shard_3") as raised,
+    ):
+        session.on_all_shards(page).scalars().all()
+    assert raised.value.shards == ["shard_3"]
+    assert time.monotonic() - started < 7.5  # a hang detector: 5x the deadline
+
+
 def test_a_connection_the_server_dropped_is_replaced_once_for_a_read(
     postgres_engines: dict[str, Engine],
 ) -> None:

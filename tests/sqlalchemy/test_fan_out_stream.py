@@ -134,20 +134,26 @@ def test_a_postgresql_page_is_sent_to_every_shard_from_the_calling_thread(
     orders: dict[str, Engine],
 ) -> None:
     """On PostgreSQL (psycopg 3) a page of objects is compiled once and sent to every
-    shard before any answer is read, from the calling thread: no shard's connection is
-    opened on a pool thread. With a listener of the engines' statements it keeps the
-    pool threads, and the listener sees every shard's statement."""
+    shard before any answer is read, from the calling thread, on the connections idle in
+    the engines' pools (a shard with none is connected to on a pool thread, where the
+    deadline holds). With a listener of the engines' statements it keeps the pool
+    threads, and the listener sees every shard's statement."""
     if next(iter(orders.values())).dialect.name != "postgresql":
         pytest.skip("sending to every shard at once is psycopg 3's")
     opened: list[str] = []
+    taken: list[str] = []
 
     def record(*args: Any) -> None:
         opened.append(threading.current_thread().name)
+
+    def checkout(*args: Any) -> None:
+        taken.append(threading.current_thread().name)
 
     parallel.shutdown()
     for engine in orders.values():
         engine.dispose()
         event.listen(engine.pool, "connect", record)
+        event.listen(engine.pool, "checkout", checkout)
     seen: list[str] = []
 
     def count(conn: Any, *args: Any) -> None:
@@ -156,9 +162,14 @@ def test_a_postgresql_page_is_sent_to_every_shard_from_the_calling_thread(
     try:
         statement = select(Order).order_by(Order.id.desc()).limit(6)
         with sharded_session(orders) as session:
+            first = [o.id for o in session.on_all_shards(statement).scalars()]
+        assert len(opened) == len(SHARDS)  # connected on the pool threads, under the deadline
+        assert all(name.startswith("uid_fields-fanout") for name in opened)
+        taken.clear()
+        with sharded_session(orders) as session:
             page = [o.id for o in session.on_all_shards(statement).scalars()]
-        assert len(page) == 6 and len(opened) == len(SHARDS)
-        assert set(opened) == {threading.current_thread().name}
+        assert page == first and len(page) == 6 and len(opened) == len(SHARDS)
+        assert taken == [threading.current_thread().name] * len(SHARDS)
         for engine in orders.values():
             event.listen(engine, "before_cursor_execute", count)
         try:
@@ -172,4 +183,5 @@ def test_a_postgresql_page_is_sent_to_every_shard_from_the_calling_thread(
     finally:
         for engine in orders.values():
             event.remove(engine.pool, "connect", record)
+            event.remove(engine.pool, "checkout", checkout)
         parallel.shutdown()

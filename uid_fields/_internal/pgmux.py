@@ -8,11 +8,16 @@ answers one after another, waiting on the sockets with a deadline. The SQL is bo
 once (client-side, with the connection's own adapters) and the rows are loaded with
 the connection's own loaders, so a row is what a psycopg cursor would have returned.
 
-Only for idle connections (no transaction open: the SELECT runs as a transaction of its
-own and leaves the connection idle again) not in a pipeline: a query sent below
-psycopg's cursor must not interleave with one of its own. A connection whose answer is
-not rows (an error) is reported as None: the caller runs the query there again the
-usual way, which raises the driver's own exception.
+Idle connections (no transaction open: the SELECT runs as a transaction of its own and
+leaves the connection idle again) and, when the caller asks, connections inside a
+transaction: the SELECT runs in it and sees what it wrote; a connection outside
+autocommit whose transaction has not begun yet is sent psycopg's own ``BEGIN`` first,
+in the same round trip, as psycopg would before its first statement. Never in a
+pipeline: a query sent below psycopg's cursor must not interleave with one of its own.
+A connection whose answer is not rows (an error) is reported as None, with the
+driver's exception in ``failures``: outside a transaction the caller may run the
+query there again the usual way; inside one it raises that exception (the
+transaction is aborted, as it would be by psycopg's cursor).
 """
 
 from __future__ import annotations
@@ -35,15 +40,34 @@ except ImportError:  # pragma: no cover - psycopg is an optional dependency
 __all__ = ["available", "bind", "fetch_at_once"]
 
 
-def available(connection: object) -> bool:
-    """Whether ``connection`` is a psycopg 3 connection this module can use now."""
+def available(connection: object, *, in_transaction: bool = False) -> bool:
+    """Whether ``connection`` is a psycopg 3 connection this module can use now: idle or,
+    with ``in_transaction``, inside a transaction that has not failed."""
     if psycopg is None or not isinstance(connection, psycopg.Connection):
         return False
+    status = connection.pgconn.transaction_status
+    usable = status == pq.TransactionStatus.IDLE or (
+        in_transaction and status == pq.TransactionStatus.INTRANS
+    )
     return bool(
-        not connection.closed
-        and connection.pgconn.transaction_status == pq.TransactionStatus.IDLE
+        usable
+        and not connection.closed
         and connection.pgconn.pipeline_status == pq.PipelineStatus.OFF
     )
+
+
+def _begin(connection: Any) -> bytes:
+    """psycopg's own start of a transaction for ``connection`` (the ``BEGIN`` its next
+    statement would be preceded by), from the connection's public settings."""
+    parts = [b"BEGIN"]
+    if connection.isolation_level is not None:
+        level = psycopg.IsolationLevel(connection.isolation_level)
+        parts += [b"ISOLATION LEVEL", level.name.replace("_", " ").encode()]
+    if connection.read_only is not None:
+        parts.append(b"READ ONLY" if connection.read_only else b"READ WRITE")
+    if connection.deferrable is not None:
+        parts.append(b"DEFERRABLE" if connection.deferrable else b"NOT DEFERRABLE")
+    return b" ".join(parts)
 
 
 def bind(connection: Any, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> bytes:
@@ -55,16 +79,26 @@ def bind(connection: Any, sql: str, params: Sequence[Any] | Mapping[str, Any]) -
 
 
 def fetch_at_once(
-    connections: Sequence[Any], query: bytes, *, timeout: float | None, names: Sequence[str]
+    connections: Sequence[Any],
+    query: bytes,
+    *,
+    timeout: float | None,
+    names: Sequence[str],
+    failures: dict[int, Exception] | None = None,
 ) -> list[list[tuple[Any, ...]] | None]:
     """The rows of ``query`` on each connection (each ``available``), sent to all before
-    any answer is read; None where the answer was not rows. ``FanOutTimeoutError``
-    names the connections (``names``) still busy after ``timeout`` seconds; their
-    queries are cancelled on the server, their sockets are left as they are, and the
-    caller must discard those connections."""
+    any answer is read; None where the answer was not rows (and, in ``failures``, the
+    driver's exception by position). ``FanOutTimeoutError`` names the connections
+    (``names``) still busy after ``timeout`` seconds; their queries are cancelled on the
+    server, their sockets are left as they are, and the caller must discard those
+    connections."""
     deadline = None if timeout is None else time.monotonic() + timeout
     for connection in connections:
-        connection.pgconn.send_query(query)
+        idle = connection.pgconn.transaction_status == pq.TransactionStatus.IDLE
+        if idle and not connection.autocommit:  # psycopg would begin before this query
+            connection.pgconn.send_query(_begin(connection) + b"; " + query)
+        else:
+            connection.pgconn.send_query(query)
     answers: list[list[tuple[Any, ...]] | None] = []
     late: list[str] = []
     for connection, name in zip(connections, names, strict=True):
@@ -74,7 +108,7 @@ def fetch_at_once(
             answers.append(None)
             dbapi.cancel(connection)  # the query stops on the server too
             continue
-        answers.append(_rows(connection, pgconn))
+        answers.append(_rows(connection, pgconn, failures, len(answers)))
     if late:
         raise FanOutTimeoutError(
             f"no answer within {timeout:g} s from {', '.join(sorted(late))}: the fan-out "
@@ -83,6 +117,10 @@ def fetch_at_once(
             shards=sorted(late),
         )
     return answers
+
+
+#: The answers of a statement that went well: the ``BEGIN`` sent first, then the rows.
+_FINE = () if psycopg is None else (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
 
 
 def _wait(pgconn: Any, deadline: float | None) -> bool:
@@ -97,11 +135,19 @@ def _wait(pgconn: Any, deadline: float | None) -> bool:
     return True
 
 
-def _rows(connection: Any, pgconn: Any) -> list[tuple[Any, ...]] | None:
-    result = pgconn.get_result()
-    while pgconn.get_result() is not None:  # the end of the answer: the connection is idle
-        pass
+def _rows(
+    connection: Any, pgconn: Any, failures: dict[int, Exception] | None, position: int
+) -> list[tuple[Any, ...]] | None:
+    results = []
+    while (each := pgconn.get_result()) is not None:  # to the end: the connection is free
+        results.append(each)
+    failed = [r for r in results if r.status not in _FINE]
+    result = failed[0] if failed else (results[-1] if results else None)
     if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+        if failures is not None and result is not None:
+            failures[position] = psycopg.errors.error_from_result(
+                result, encoding=connection.info.encoding
+            )
         return None
     loader = Transformer(connection)
     loader.set_pgresult(result)

@@ -81,6 +81,7 @@ __all__ = [
     "install_collector",
     "install_nested_objects",
     "iterable_class",
+    "lent_connection",
     "max_related_depth",
     "migration_progress",
     "prepared_for_delete",
@@ -655,3 +656,19 @@ def aggregate_filter(aggregate: Any) -> Any:
 def aggregate_argument(aggregate: Any) -> Any:
     """An aggregate's (first) argument: its first source expression in every Django."""
     return aggregate.get_source_expressions()[0]
+
+
+@contextmanager
+def lent_connection(alias: str, connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """``connections[alias]`` in this thread is ``connection``, another thread's, for
+    the block: Django's thread sharing (``inc_thread_sharing``, as its live test server
+    lends a test's connection), this thread's own wrapper put back after. The owner
+    must not use the connection meanwhile."""
+    own = connections[alias]
+    connection.inc_thread_sharing()
+    connections[alias] = connection
+    try:
+        yield
+    finally:
+        connections[alias] = own
+        connection.dec_thread_sharing()

@@ -24,6 +24,12 @@ this module only runs the calls:
   which a frozen server never would close), and its connection is discarded; waiting
   calls are cancelled and never run. When the shard answers again, the next fan-out
   works without a restart.
+- **Calls that stay on the calling thread.** ``here=`` names calls that must run on this
+  thread (a read inside a transaction runs on the transaction's own connection, which
+  only this thread may use): they run here, one after another, *while* the pool runs
+  the rest, so the fan-out waits for the longer of the two, not their sum. The deadline
+  bounds them too: a call still running when it passes is interrupted through its
+  ``on_timeout`` hooks from a timer thread.
 - Every call is waited for before the first error (in shard order) is raised, so no query
   is left running behind an exception; a call made from a pool thread runs its calls one
   after another instead of waiting on the pool it occupies.
@@ -41,7 +47,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future, wait
 from contextlib import suppress
 from typing import TypeVar
@@ -98,8 +104,9 @@ _at_tidy: list[Callable[[], float | None]] = []
 class _Task:
     """One call on a pool thread, and what interrupts it if its fan-out gives up."""
 
-    def __init__(self, call: Callable[[], object]) -> None:
+    def __init__(self, call: Callable[[], object], *, pooled: bool = True) -> None:
         self.call = call
+        self.pooled = pooled  # False: runs on the calling thread (``here=``)
         self.interrupts: list[Callable[[], object]] = []
         self.timed_out = False
         self.lock = threading.Lock()
@@ -109,16 +116,19 @@ class _Task:
     def run(self) -> None:
         if not self.future.set_running_or_notify_cancel():
             return  # cancelled while it waited for a thread: its fan-out gave up
+        outer = getattr(_local, "task", None)
         _local.task = self
         try:
-            result = self.context.run(self.call)
+            # A call kept on the calling thread runs in the caller's own context, as a
+            # sequential fan-out's calls do.
+            result = self.context.run(self.call) if self.pooled else self.call()
         except BaseException as exc:
             self.future.set_exception(exc)
         else:
             self.future.set_result(result)
         finally:
-            _local.task = None
-            if self.timed_out:  # its connection was cut: never serve another query
+            _local.task = outer
+            if self.timed_out and self.pooled:  # its connection was cut: never reuse it
                 _run_exit_hooks()
 
     def interrupt(self) -> None:
@@ -337,9 +347,11 @@ def may_run_at_once(vendors: Iterable[str], *, holds_shard_work: bool) -> bool:
     """Whether a fan-out may read every shard at once, each on a connection of its own
     (a pool thread's): the rule both adapters follow. Not when a shard is SQLite (its
     connections belong to the caller's thread, and a file gains nothing from threads),
-    and not when the caller's transaction holds work on a shard (what it wrote, or the
-    snapshot it read, is seen only through its own connection): then the shards are
-    read one after another on the caller's connections. ``vendors`` are the shards'
+    and not when the caller holds work for a shard that no connection has yet (a
+    session's changes waiting for their flush): then the shards are read one after
+    another through the caller. A transaction's connection is no such reason: the
+    adapters read it where it is (``run_per_shard(here=...)``) or lend it to a pool
+    thread, at the same time as the other shards. ``vendors`` are the shards'
     backend names (Django's ``connection.vendor``, SQLAlchemy's ``dialect.name``)."""
     return not holds_shard_work and all(vendor != "sqlite" for vendor in vendors)
 
@@ -410,6 +422,7 @@ def run_per_shard(
     timeout: float | None = None,
     concurrency: int | None = None,
     pooled: bool = False,
+    here: Collection[int] = (),
 ) -> list[T]:
     """The results of ``calls``, in order.
 
@@ -422,27 +435,41 @@ def run_per_shard(
     fails is logged on ``uid_fields.fanout`` with its name. ``pooled`` runs even a
     single call on its pool's thread (one that serves every shard at once keeps its
     connections there, under the same deadline).
+
+    ``here`` holds the positions of calls that must run on the calling thread (on the
+    connection of a transaction it has open): they run there in order while the pool
+    runs the others, under the same deadline; when every call is one of them, they
+    simply run one after another.
     """
     shown = list(names) if names is not None else [f"#{i}" for i in range(len(calls))]
     if len(shown) != len(calls):
         raise ValueError(f"{len(calls)} calls need {len(calls)} names, got {len(shown)}")
     limit = _workers if concurrency is None else check_concurrency("concurrency", concurrency)
     calls = [_logged(call, name) for call, name in zip(calls, shown, strict=True)]
-    if not parallel or (len(calls) < 2 and not pooled) or limit == 0 or in_worker():
+    local = set(here)
+    sequential = not parallel or (len(calls) < 2 and not pooled) or limit == 0
+    if sequential or in_worker() or len(local) >= len(calls):
         return [call() for call in calls]
     keys = list(names) if names is not None else [""] * len(calls)  # "": one shared pool
     # Each call runs in a copy of the caller's context: what the request set (its
     # read-your-writes pins, a pinned shard) holds in the workers too.
-    tasks = [_Task(call) for call in calls]
-    pools = [_pool(key, limit) for key in keys]
+    tasks = [_Task(call, pooled=i not in local) for i, call in enumerate(calls)]
+    pools = [None if i in local else _pool(key, limit) for i, key in enumerate(keys)]
     for pool, task in zip(pools, tasks, strict=True):
-        pool.submit(task)
+        if pool is not None:
+            pool.submit(task)
+    started = time.monotonic()
+    for task in tasks:
+        if not task.pooled:
+            _run_here(task, None if timeout is None else started + timeout)
     futures = [task.future for task in tasks]
-    _, pending = wait(futures, timeout=timeout)
-    if pending:
-        late = []
+    left = None if timeout is None else max(0.0, started + timeout - time.monotonic())
+    _, pending = wait(futures, timeout=left)
+    late_here = [key for key, task in zip(keys, tasks, strict=True) if _cut_here(task)]
+    if pending or late_here:
+        late = list(late_here)
         for key, pool, task in zip(keys, pools, tasks, strict=True):
-            if task.future in pending:
+            if task.future in pending and pool is not None:
                 late.append(key)
                 if not pool.cancel(task):  # running: cut its connection
                     task.interrupt()
@@ -458,6 +485,34 @@ def run_per_shard(
         log.warning("fan-out: %s", error)
         raise error
     return [future.result() for future in futures]  # type: ignore[misc]
+
+
+def _cut_here(task: _Task) -> bool:
+    """Whether a call of the calling thread was cut by the deadline (not one that
+    finished just as its timer fired)."""
+    if task.pooled or not task.timed_out:
+        return False
+    return task.future.cancelled() or task.future.exception() is not None
+
+
+def _run_here(task: _Task, deadline: float | None) -> None:
+    """Run ``task`` on the calling thread; if ``deadline`` (``time.monotonic()``) passes
+    first, a timer thread interrupts it as a late pool call is interrupted."""
+    if deadline is None:
+        task.run()
+        return
+    left = deadline - time.monotonic()
+    if left <= 0:
+        task.future.cancel()  # the deadline passed before its turn: it never runs
+        task.timed_out = True
+        return
+    timer = threading.Timer(left, task.interrupt)
+    timer.daemon = True
+    timer.start()
+    try:
+        task.run()
+    finally:
+        timer.cancel()
 
 
 def _logged(call: Callable[[], T], name: str) -> Callable[[], T]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine, Result
 
+from ..errors import UnmergeableQueryError
 from .session import ShardedIdSession
 
 if TYPE_CHECKING:
@@ -78,6 +79,16 @@ else:
                 "async_sharded_sessionmaker()"
             )
         options = execution_options
+        asked = {**getattr(statement, "get_execution_options", dict)(), **(options or {})}
+        if asked.get("yield_per") or asked.get("stream_results"):
+            # A streamed result is read after this call returns, outside the session's
+            # greenlet, where an async driver cannot be awaited (MissingGreenlet).
+            raise UnmergeableQueryError(
+                "on_all_shards() with yield_per / stream_results under asyncio: the rows "
+                "would be read outside the session's greenlet, where async drivers cannot "
+                "run; read the whole result (without yield_per), or page through it with "
+                "keyset pages"
+            )
 
         def run(s: ShardedIdSession) -> Result[Any]:
             return s.on_all_shards(

@@ -12,6 +12,7 @@ runs for the plan (``describe.shard_select``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,8 @@ from itertools import islice
 from typing import Any
 
 from sqlalchemy import Select, String, inspect, text
-from sqlalchemy.engine import FrozenResult, Result, Row
+from sqlalchemy.engine import Connection, FrozenResult, Result, Row
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.sql import operators
@@ -313,22 +315,40 @@ def fan_out(
         engines = {s: session.get_bind(shard_id=s, clause=plan.per_shard) for s in shards}
 
         objects = _selects_objects(plan.per_shard)
+        held = session.held_connections()
+        if held and on_event_loop(engines):
+            return _through_session(session, plan, params, options, shards)
         if on_event_loop(engines) and not objects:
             # Async drivers: rows of columns read by one task per shard on the event loop.
             timeout = session.fan_out_timeout
             results = read_on_loop(engines, plan.per_shard, params, options, timeout)
             return _merged(session, plan, results, shards)
         if on_event_loop(engines):
-            # Objects over async drivers come through the session, one shard after
-            # another (below): its connections live on the event loop.
+            # Objects over async drivers: their rows read as columns by one task per
+            # shard on the event loop, under the deadline, and made objects here; what
+            # a row of columns does not hold comes through the session, one shard after
+            # another (its connections live on the event loop).
+            kept = _kept_rows(session, plan, shards, engines, params, options)
+            if kept is not None:
+                return kept
             return _through_session(session, plan, params, options, shards)
         kept = _kept_rows(session, plan, shards, engines, params, options) if objects else None
         if kept is not None:
             return kept
+        concurrency = session.fan_out_concurrency
+        at_once = (parallel.workers() if concurrency is None else concurrency) != 0
+        if held and not objects and not options and at_once:
+            # Columns with shards in the transaction: every shard's SQL sent at once.
+            answers = _at_once(plan, shards, engines, params, session.fan_out_timeout, held)
+            if answers is not None:
+                parts = [rows_result(keys, [row for _, row in rows]) for keys, rows in answers]
+                return _merged(session, plan, parts, shards)
 
         def on(shard: str) -> Callable[[], Result[Any]]:
             # Objects carry their shard in their identity key, as the session's would.
             shard_options = {**options, "identity_token": shard} if objects else options
+            if shard in held:
+                return lambda: _read_on(held[shard], plan.per_shard, params, shard_options, objects)
 
             def read() -> Result[Any]:
                 return _read(engines[shard], plan.per_shard, params, shard_options, objects)
@@ -340,6 +360,7 @@ def fan_out(
             names=shards,
             timeout=session.fan_out_timeout,
             concurrency=session.fan_out_concurrency,
+            here=_held(shards, held),
         )
         if objects:
             merged = _merged(session, plan, results, shards)
@@ -410,8 +431,13 @@ def _kept_rows(
     if columns is None or any(not isinstance(c, Column) for c in plan.columns):
         return None
 
+    held = session.held_connections()
+
     def on(shard: str) -> Callable[[], tuple[list[str], list[tuple[str, tuple[Any, ...]]]]]:
         def run() -> tuple[list[str], list[tuple[str, tuple[Any, ...]]]]:
+            if shard in held:  # the transaction's connection, on this thread
+                result = _read_on(held[shard], plan.per_shard, params, {})
+                return list(result.keys()), [(shard, tuple(row)) for row in result]
             result = parallel.once_more_after_drop(
                 lambda: _read(engines[shard], plan.per_shard, params, {}), dropped
             )
@@ -421,14 +447,22 @@ def _kept_rows(
 
     concurrency = session.fan_out_concurrency
     answers = None
-    if (parallel.workers() if concurrency is None else concurrency) != 0:
-        answers = _at_once(plan, shards, engines, params, session.fan_out_timeout)
+    started = time.monotonic()  # one deadline for the mux and the pool after it
+    if on_event_loop(engines):
+        results = read_on_loop(engines, plan.per_shard, params, {}, session.fan_out_timeout)
+        answers = [
+            (list(result.keys()), [(shard, tuple(row)) for row in result])
+            for shard, result in zip(shards, results, strict=True)
+        ]
+    elif (parallel.workers() if concurrency is None else concurrency) != 0:
+        answers = _at_once(plan, shards, engines, params, session.fan_out_timeout, held)
     if answers is None:
         answers = parallel.run_per_shard(
             [on(shard) for shard in shards],
             names=shards,
-            timeout=session.fan_out_timeout,
+            timeout=_left(session.fan_out_timeout, started),
             concurrency=concurrency,
+            here=_held(shards, held),
         )
     # Columns by position (a row looked up by Column object compares SQL expressions).
     index = {name: i for i, name in enumerate(answers[0][0])} if answers else {}
@@ -463,14 +497,18 @@ def _at_once(
     engines: Mapping[str, Any],
     params: Mapping[str, Any] | None,
     timeout: float | None,
+    held: Mapping[str, Connection],
 ) -> list[tuple[list[str], list[tuple[str, tuple[Any, ...]]]]] | None:
     """Each shard's rows of the statement, sent to every shard before any answer is read
     (``_internal.pgmux``), from this thread and with no thread per shard: the statement
     compiled and bound once, each shard's connection taken from its engine's pool and
-    given back. None where that cannot be done (a driver other than psycopg 3, engines
-    with event listeners, a statement ``compat.compiled_select`` does not repeat, an
-    error on a shard, a broken connection): the caller reads each shard on its pool
-    thread, as before."""
+    given back; a shard whose connection the session's transaction holds (``held``) is
+    read on that one, inside its transaction, and an error there is raised as
+    SQLAlchemy's (that transaction is aborted). None where that cannot be done (a
+    driver other than psycopg 3, engines with event listeners, a statement
+    ``compat.compiled_select`` does not repeat, an error on a shard outside a
+    transaction, a broken connection): the caller reads each shard on its pool thread,
+    as before."""
     dialects = {engines[s].dialect for s in shards}
     dialect = engines[shards[0]].dialect
     if len({(d.name, d.driver) for d in dialects}) != 1 or dialect.driver != "psycopg":
@@ -483,15 +521,35 @@ def _at_once(
     sql, values, names, processors = compiled
     raws: list[Any] = []
     answers: list[list[tuple[Any, ...]] | None]
+    failures: dict[int, Exception] = {}
+    if any(held[s].dialect.driver != dialect.driver for s in shards if s in held):
+        return None
+    if any(s not in held and not _idle_connection(engines[s]) for s in shards):
+        # A shard with no idle pooled connection would be connected to from this
+        # thread, where a server that accepts and never answers holds it past the
+        # deadline: the pool threads connect, under it, naming the shard.
+        return None
+    drivers: list[Any] = []
     try:
-        raws = [engines[shard].raw_connection() for shard in shards]
-        drivers = [raw.driver_connection for raw in raws]
-        if not all(pgmux.available(driver) for driver in drivers):
-            return None
+        for shard in shards:
+            if shard in held:
+                drivers.append(held[shard].connection.driver_connection)
+                if not pgmux.available(drivers[-1], in_transaction=True):
+                    return None
+            else:
+                raws.append(engines[shard].raw_connection())
+                drivers.append(raws[-1].driver_connection)
+                if not pgmux.available(drivers[-1]):
+                    return None
         query = pgmux.bind(drivers[0], sql, values)
-        answers = pgmux.fetch_at_once(drivers, query, timeout=timeout, names=shards)
+        answers = pgmux.fetch_at_once(
+            drivers, query, timeout=timeout, names=shards, failures=failures
+        )
     except FanOutTimeoutError as late:
-        for shard, raw in zip(shards, raws, strict=False):
+        for shard in late.shards:
+            if shard in held:
+                held[shard].invalidate()  # the session's transaction ends with an error
+        for raw, shard in zip(raws, [s for s in shards if s not in held], strict=False):
             if shard in late.shards:
                 raw.invalidate()  # a query may still run there: never reuse it
         raise
@@ -502,6 +560,9 @@ def _at_once(
     finally:
         for raw in raws:
             raw.close()  # back to its pool (an invalidated one is discarded)
+    for position, error in sorted(failures.items()):
+        if shards[position] in held:  # its transaction is aborted: no second try there
+            raise DBAPIError.instance(sql, values, error, Exception, dialect=dialect)
     if any(rows is None for rows in answers):
         return None  # an error there: the usual way raises it as SQLAlchemy's
     process = any(processors)
@@ -509,6 +570,17 @@ def _at_once(
         (names, [(shard, _processed(row, processors) if process else row) for row in rows or ()])
         for shard, rows in zip(shards, answers, strict=True)
     ]
+
+
+def _left(timeout: float | None, started: float) -> float | None:
+    """What is left of ``timeout`` seconds from ``started`` (``time.monotonic()``)."""
+    return None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+
+
+def _idle_connection(engine: Any) -> bool:
+    """Whether ``engine``'s pool holds a connection checked in (none to connect)."""
+    checkedin = getattr(engine.pool, "checkedin", None)
+    return bool(checkedin is not None and checkedin() > 0)
 
 
 def _processed(row: tuple[Any, ...], processors: list[Any]) -> tuple[Any, ...]:
@@ -636,6 +708,29 @@ def _read(
         return rows
 
 
+def _read_on(
+    connection: Connection,
+    statement: Any,
+    params: Mapping[str, Any] | None,
+    options: dict[str, Any],
+    objects: bool = False,
+) -> Result[Any]:
+    """``_read`` on the connection the session's transaction holds to a shard, from the
+    calling thread (the only one that may use it): the read sees that transaction."""
+    raw = connection.connection.dbapi_connection
+    parallel.on_timeout(lambda: dbapi.interrupt(raw))
+    if objects:
+        with Session(bind=connection) as reader:  # joins the transaction, ends nothing
+            return reader.execute(statement, params, execution_options=options).freeze()()
+    rows: Result[Any] = connection.execute(statement, params, execution_options=options)
+    return rows.freeze()()
+
+
+def _held(shards: Sequence[str], held: Mapping[str, Connection]) -> list[int]:
+    """The positions of ``shards`` whose connection the session's transaction holds."""
+    return [i for i, shard in enumerate(shards) if shard in held]
+
+
 def _selects_objects(statement: Any) -> bool:
     """Whether ``statement`` selects mapped objects (``select(Order)``)."""
     descriptions = getattr(statement, "column_descriptions", None) or []
@@ -646,16 +741,17 @@ def _in_parallel(session: ShardedSessionBase, statement: Any) -> bool:
     """Whether a fan-out may run on connections of its own, one per shard at once.
 
     Only server databases (not SQLite). Only for a session with no ``do_orm_execute``
-    hooks (they see only what the session executes). Only when the session's
-    transaction holds no connection to a shard: whatever it wrote or read there (a
-    flush, ``bulk_insert``, SQL on ``session.connection()``, a snapshot) is seen only
-    through that connection.
+    hooks (they see only what the session executes), and no changes waiting for a
+    flush. A shard whose connection the session's transaction holds (whatever it
+    wrote or read there, a flush, ``bulk_insert``, SQL on ``session.connection()``, a
+    snapshot, is seen only through it) is read on that connection, from this thread,
+    while the other shards are read at the same time (``_held``).
     Objects are loaded by a session of each call's own and the rows kept merged into
     this session (``merge_frozen_result``, no SQL), so only a statement with no loader
     options (``selectinload`` would load relations there, not here).
     """
-    if session.holds_shard_connections() or session.new or session.dirty or session.deleted:
-        return False
+    if session.new or session.dirty or session.deleted:
+        return False  # what a flush would write first is seen only through the session
     if has_statement_hooks(session):
         # The session's own hooks (``with_loader_criteria`` filters, a soft-delete rule)
         # run only for statements it executes itself: the per-shard reads stay its own.

@@ -174,6 +174,11 @@ class ShardedIdSession(ShardedReadsMixin, ShardedWritesMixin):
         """Whether this session's transaction holds a connection to any shard."""
         return bool(self._begun)
 
+    def held_connections(self) -> dict[str, Connection]:
+        """The connection this session's transaction holds to each shard it began on
+        (what it wrote or read there is seen only through that connection)."""
+        return dict(self._begun)
+
     def shard_engines(self) -> dict[str, Engine]:
         """The primary engine of each shard, by name."""
         return dict(self._engines)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.horizontal_shard import ShardedSession
 
 from .routing import Router
@@ -39,4 +39,5 @@ class ShardedSessionBase(ShardedSession):
             **kw: Any,
         ) -> Any: ...
         def holds_shard_connections(self) -> bool: ...
+        def held_connections(self) -> dict[str, Connection]: ...
         def shard_engines(self) -> dict[str, Engine]: ...

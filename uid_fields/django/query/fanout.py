@@ -36,6 +36,7 @@ from ..compat import (
     ValuesIterable,
     iterable_class,
     known_related_objects,
+    lent_connection,
     limited,
     limits,
     ordering_request,
@@ -309,36 +310,129 @@ _OWN_WRAPPERS = (WRITE_WATCHER, FENCE_TRANSLATOR)
 def _at_once(
     compiled: CompiledSelect, aliases: list[str]
 ) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
-    """Each shard's rows of ``compiled``, from one pool thread that sends the SQL to
-    every shard before reading any answer (``_internal.pgmux``): no thread per shard.
+    """Each shard's rows of ``compiled``, sent to every shard before any answer is read
+    (``_internal.pgmux``): no thread per shard.
 
-    Where that cannot be done (inside ``atomic``, a connection whose queries are
-    observed: execute wrappers, ``DEBUG``'s query log, a driver other than psycopg 3)
-    or a connection turned out broken, None: the caller reads each shard on its own
-    pool thread, as every other fan-out does."""
-    if any(connections[alias].in_atomic_block for alias in aliases):
-        return None
+    The shards outside a transaction are read from one pool thread, on its connections.
+    Those whose connection in this thread is inside ``atomic`` are read on that
+    connection, so the read sees what the transaction wrote: from this thread, sent
+    all at once too, while the pool thread reads the others (``parallel``'s ``here``).
+    Where that cannot be done (a connection whose queries are observed: execute
+    wrappers, ``DEBUG``'s query log, a driver other than psycopg 3, a transaction that
+    must roll back) or a connection turned out broken, None: the caller reads each
+    shard its usual way (``gather``)."""
     concurrency = conf.FAN_OUT_CONCURRENCY
     if (parallel.workers() if concurrency is None else concurrency) == 0:
         return None  # fan-outs run one shard after another on the calling thread
+    held = [alias for alias in aliases if connections[alias].in_atomic_block]
+    free = [alias for alias in aliases if alias not in held]
+    if held and not all(_pipelines_in_transaction(alias) for alias in held):
+        return None
     timeout = conf.FAN_OUT_TIMEOUT
-    (parts,) = parallel.run_per_shard(
-        [lambda: _send_to_all(compiled, aliases, timeout)],
-        names=[_ALL_SHARDS],
-        timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
-        concurrency=concurrency,
-        pooled=True,
-    )
-    return parts
+    calls: list[Callable[[], list[list[tuple[str, tuple[Any, ...]]]] | None]] = []
+    names = []
+    if free:
+        calls.append(lambda: _send_to_all(compiled, free, timeout))
+        names.append(_ALL_SHARDS)
+    if held:
+        calls.append(lambda: _send_in_transaction(compiled, held, timeout))
+        names.append(", ".join(held))
+    try:
+        answers = parallel.run_per_shard(
+            calls,
+            names=names,
+            timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
+            concurrency=concurrency,
+            pooled=bool(free),
+            here=[len(calls) - 1] if held else [],
+        )
+    except FanOutTimeoutError as late:
+        if _ALL_SHARDS not in late.shards:
+            raise
+        # The pool thread was still connecting (a server that accepts and never
+        # answers): name the shards it had not reached, not the pool.
+        shards = sorted({*(s for s in late.shards if s != _ALL_SHARDS), *_unconnected(free)})
+        raise FanOutTimeoutError(
+            f"no answer within {timeout:g} s from {', '.join(shards)} (connecting): the "
+            "fan-out gave up on them; raise FAN_OUT_TIMEOUT / fan_out_timeout= for slow "
+            "queries",
+            shards=shards,
+        ) from late
+    if any(parts is None for parts in answers):
+        return None
+    groups = [group for group in (free, held) if group]
+    found: dict[str, list[tuple[str, tuple[Any, ...]]]] = {}
+    for group, parts in zip(groups, answers, strict=True):
+        found.update(zip(group, parts or (), strict=True))
+    return [found[alias] for alias in aliases]
+
+
+def _pipelines_in_transaction(alias: str) -> bool:
+    """Whether this thread's connection to ``alias``, inside ``atomic``, can be read with
+    ``pgmux`` (psycopg 3, nothing observing its queries, a transaction not marked for
+    rollback: that one must raise Django's own error)."""
+    connection = connections[alias]
+    raw = connection.connection
+    if raw is None or connection.needs_rollback or connection.queries_logged:
+        return False
+    if any(w not in _OWN_WRAPPERS for w in connection.execute_wrappers):
+        return False
+    return pgmux.available(raw, in_transaction=True)
+
+
+def _send_in_transaction(
+    compiled: CompiledSelect, aliases: list[str], timeout: float | None
+) -> list[list[tuple[str, tuple[Any, ...]]]]:
+    """The rows of ``compiled`` on this thread's connections to ``aliases``, each inside
+    its transaction, sent to all before any answer is read. An error there is raised as
+    Django's (the transaction is aborted, as a cursor's error would leave it); a deadline
+    that passes closes the late connections, and ``atomic`` rolls back."""
+    wrappers = [connections[alias] for alias in aliases]
+    raws = [connection.connection for connection in wrappers]
+    for raw in raws:
+        _interruptible_raw(raw)
+    failures: dict[int, Exception] = {}
+    try:
+        with wrappers[0].wrap_database_errors:
+            query = pgmux.bind(raws[0], compiled.sql, compiled.params)
+            answers = pgmux.fetch_at_once(
+                raws, query, timeout=timeout, names=aliases, failures=failures
+            )
+    except FanOutTimeoutError as late:
+        for alias in late.shards:
+            connections[alias].close()  # inside atomic: the block rolls back
+        raise
+    for position, error in sorted(failures.items()):
+        with wrappers[position].wrap_database_errors:
+            raise error
+    converted = iter(compiled.converted([row for rows in answers for row in rows or ()]))
+    return [
+        [(alias, next(converted)) for _ in rows or ()]
+        for alias, rows in zip(aliases, answers, strict=True)
+    ]
+
+
+#: The aliases a pool thread of ``_send_to_all`` is connecting to, by thread: what a
+#: deadline that passes while it connects names.
+_connecting: dict[int, str] = {}
+
+
+def _unconnected(aliases: list[str]) -> list[str]:
+    """Those of ``aliases`` some pool thread is connecting to now (all when none is)."""
+    pending = [alias for alias in list(_connecting.values()) if alias in aliases]
+    return pending or aliases
 
 
 def _send_to_all(
     compiled: CompiledSelect, aliases: list[str], timeout: float | None
 ) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
+    # Connecting counts inside the deadline (with CONN_MAX_AGE = 0 every fan-out
+    # connects): the mux gets what is left of it.
+    deadline = None if timeout is None else time.monotonic() + timeout
     wrappers = [connections[alias] for alias in aliases]
     for alias, connection in zip(aliases, wrappers, strict=True):
         _fresh_worker_connection(alias)
-        connection.ensure_connection()
+        _connect(alias, connection)
         wrappers_seen = [w for w in connection.execute_wrappers if w not in _OWN_WRAPPERS]
         observed = wrappers_seen or connection.queries_logged
         if observed or connection.in_atomic_block or not pgmux.available(connection.connection):
@@ -348,11 +442,17 @@ def _send_to_all(
         _interruptible_raw(raw)
     try:
         query = pgmux.bind(raws[0], compiled.sql, compiled.params)
-        answers = pgmux.fetch_at_once(raws, query, timeout=timeout, names=aliases)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        answers = pgmux.fetch_at_once(raws, query, timeout=left, names=aliases)
     except FanOutTimeoutError as late:
         for alias in late.shards:
             connections[alias].close()  # a query may still run there: never reuse it
-        raise
+        raise FanOutTimeoutError(
+            f"no answer within {timeout:g} s from {', '.join(late.shards)}: the fan-out "
+            "gave up on them (their connections are discarded); raise FAN_OUT_TIMEOUT / "
+            "fan_out_timeout= for slow queries",
+            shards=late.shards,
+        ) from None
     except Exception:  # a broken connection (a server restarted): the usual way instead
         for connection in wrappers:
             if not connection.is_usable():
@@ -597,22 +697,48 @@ def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
 
 def gather(shards: Sequence[ShardQuery], work: Callable[[Any], Any]) -> list[Any]:
     """``work(shard)`` for each shard's queryset, in order: at the same time (on the
-    core's bounded pool, each worker thread with its own connections) when every shard is
-    a server database (not SQLite) and none has a transaction open in this thread: work
-    inside ``atomic`` must see that transaction, so it runs on this thread's
-    connections, one shard after another."""
+    core's bounded pool) when every shard is a server database (not SQLite). A shard
+    whose connection in this thread is inside ``atomic`` is read on that connection, so
+    the work sees the transaction (``_on_held``); the others on the pool threads' own."""
     aliases = _chosen_reads(shards)
+    # A shard inside ``atomic`` is read on the transaction's own connection, lent to
+    # a pool thread (``_on_held``): the transaction is no reason to read one by one.
     at_once = parallel.may_run_at_once(
-        [connections[alias].vendor for alias in aliases],
-        holds_shard_work=any(connections[alias].in_atomic_block for alias in aliases),
+        [connections[alias].vendor for alias in aliases], holds_shard_work=False
     )
+    calls = [
+        _on_held(alias, shard, work)
+        if connections[alias].in_atomic_block
+        else _on_shard(alias, shard, work)
+        for alias, shard in zip(aliases, shards, strict=True)
+    ]
     return parallel.run_per_shard(
-        [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
+        calls,
         parallel=at_once,
         names=aliases,
         timeout=conf.FAN_OUT_TIMEOUT,
         concurrency=conf.FAN_OUT_CONCURRENCY,
     )
+
+
+def _on_held(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
+    """``work(shard)`` on the calling thread's connection to ``alias``, which is inside
+    ``atomic``: on a pool thread, that connection lent to it for the call (Django's
+    thread sharing, as its live server lends a test's connection), while the calling
+    thread waits and touches none of it. The call's ``connections[alias]`` is that
+    connection, so the work sees the transaction's writes; nothing is retried, and the
+    connection is never closed there (it holds the transaction: a deadline that cuts it
+    leaves ``atomic`` to roll back)."""
+    lent = connections[alias]
+
+    def run() -> Any:
+        if not parallel.in_worker():
+            return work(shard)
+        with lent_connection(alias, lent):
+            _interruptible(lent)
+            return work(shard)
+
+    return run
 
 
 def _chosen_reads(shards: Sequence[ShardQuery]) -> list[str]:
@@ -650,9 +776,22 @@ def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[]
 
 
 def _attempt(connection: Any, shard: Any, work: Callable[[Any], Any]) -> Any:
-    connection.ensure_connection()
+    _connect(connection.alias, connection)
     _interruptible(connection)
     return work(shard)
+
+
+def _connect(alias: str, connection: Any) -> None:
+    """``ensure_connection()`` on a pool thread; an error names the shard (Django's own
+    says only "connection timeout expired"), in Django's type, as raised there."""
+    me = threading.get_ident()
+    _connecting[me] = alias
+    try:
+        connection.ensure_connection()
+    except DatabaseError as error:
+        raise type(error)(f"{alias}: connecting failed: {error}") from error
+    finally:
+        _connecting.pop(me, None)
 
 
 def _interruptible(connection: Any) -> None:
