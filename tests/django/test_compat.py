@@ -10,7 +10,7 @@ from django.db.models.sql import Query
 from tests.django.testapp.models import Ranked
 from uid_fields.django import compat
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 @pytest.mark.parametrize("name", compat.PRIVATE_QUERYSET_API)

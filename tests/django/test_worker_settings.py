@@ -94,6 +94,7 @@ def test_bad_lease_settings_say_what_is_wrong(
         build_generator("default", config)
 
 
+@pytest.mark.stress
 @pytest.mark.django_db(databases="__all__", transaction=True)
 @pytest.mark.parametrize("kind", ["redis", "database"])
 def test_four_prefork_workers_lease_their_own_ids(kind: str, prefix: str) -> None:

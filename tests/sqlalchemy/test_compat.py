@@ -3,12 +3,15 @@ SQLAlchemy: a release that changes one fails here, by name."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session, joinedload
 
 from uid_fields.sqlalchemy import compat
 
 from .models import Base, Order
+
+pytestmark = pytest.mark.versions
 
 
 def test_select_parts_reads_every_clause() -> None:

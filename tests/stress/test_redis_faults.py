@@ -98,7 +98,9 @@ def test_a_lease_stolen_under_load_is_fenced(prefix: str) -> None:
     services.redis_client().set(victim_lease.key(0), "thief", px=60_000)
     stolen = time.monotonic()
     while victim_lease.losses == 0:
-        assert time.monotonic() - stolen < 0.9 / 3 + 0.5, "theft not detected"
+        # A hang detector only (the renewal pause is 0.3 s): what the theft costs is
+        # asserted below, the ids made after it.
+        assert time.monotonic() - stolen < 30, "theft not detected"
         time.sleep(0.005)
     detected = time.monotonic()
     # The thief now issues ids as worker 0.
