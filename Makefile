@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic,flask
 PIP_FOR_GROUPS := 'pip>=25.1'
 
-.PHONY: test test-compat test-matrix test-sqlalchemy-only test-sdist demo serve lint typecheck-docs format clean bench docs
+.PHONY: test test-sqlite test-postgres test-mariadb test-compat test-matrix test-sqlalchemy-only test-sdist venvs demo serve lint typecheck-docs format clean bench docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,10 +22,19 @@ $(STAMP): pyproject.toml
 # then the Django tests that use the database with the four shard databases on PostgreSQL
 # and on MariaDB (each skips, or fails under UID_FIELDS_REQUIRE_SERVICES=1, when its
 # server is not there).
-test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	UID_FIELDS_TEST_DB=postgres $(BIN)/python -m pytest tests/django -m postgres $(PYTEST_ARGS)
-	UID_FIELDS_TEST_DB=mysql $(BIN)/python -m pytest tests/django -m mariadb $(PYTEST_ARGS)
+# The three are targets of their own so that `make -j2` (.ci/run) can run them beside
+# other stages; a namespace given in UID_FIELDS_TEST_NAMESPACE gets a suffix per target
+# so that two of them never share a database (without one, each run takes its own).
+test: test-sqlite test-postgres test-mariadb
+NAMESPACE_FOR = $(if $(UID_FIELDS_TEST_NAMESPACE),UID_FIELDS_TEST_NAMESPACE=$(UID_FIELDS_TEST_NAMESPACE)$(1))
+test-sqlite: $(STAMP)
+	$(call NAMESPACE_FOR,s) $(BIN)/python -m pytest $(PYTEST_ARGS)
+test-postgres: $(STAMP)
+	$(call NAMESPACE_FOR,p) UID_FIELDS_TEST_DB=postgres $(BIN)/python -m pytest tests/django \
+		-m postgres $(PYTEST_ARGS)
+test-mariadb: $(STAMP)
+	$(call NAMESPACE_FOR,m) UID_FIELDS_TEST_DB=mysql $(BIN)/python -m pytest tests/django \
+		-m mariadb $(PYTEST_ARGS)
 
 # The oldest supported pair: Django 5.2 LTS and SQLAlchemy 2.0, on Python 3.11, in a venv
 # of their own. `make test` runs the newest Django 5.2 and SQLAlchemy 2.x, so what differs
@@ -41,7 +50,8 @@ $(COMPAT)/.installed: pyproject.toml
 
 VERSIONS := -m 'versions and not stress'
 test-compat: $(COMPAT)/.installed
-	$(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/sqlalchemy $(VERSIONS) $(PYTEST_ARGS)
+	$(call NAMESPACE_FOR,c) $(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/sqlalchemy \
+		$(VERSIONS) $(PYTEST_ARGS)
 
 # The Django 6 cells, each in a venv of its own against PostgreSQL shards: Python 3.12 with
 # Django 6.0, and Python 3.13 with Django 6.1 and SQLAlchemy 2.1. What differs from the
@@ -69,7 +79,8 @@ test-matrix: $(DJ60)/.installed $(DJ61)/.installed
 	for venv in $(DJ60) $(DJ61); do \
 		$$venv/bin/python -c "import sys, django, sqlalchemy; print(sys.version.split()[0], \
 			'Django', django.__version__, 'SQLAlchemy', sqlalchemy.__version__)" && \
-		UID_FIELDS_TEST_DB=postgres $$venv/bin/python -m pytest -p no:cacheprovider tests/django \
+		$(call NAMESPACE_FOR,x) UID_FIELDS_TEST_DB=postgres $$venv/bin/python -m pytest \
+			-p no:cacheprovider tests/django \
 			$(VERSIONS) $(PYTEST_ARGS) || exit 1; \
 	done
 
@@ -90,10 +101,14 @@ test-sqlalchemy-only: $(SQLA)/.installed
 	@$(SQLA)/bin/python -c "import importlib.util as u, sys; \
 		extra = [m for m in ('django', 'greenlet', 'rest_framework') if u.find_spec(m)]; \
 		sys.exit(f'$(SQLA) must not have {extra}' if extra else None)"
-	UID_FIELDS_REQUIRE_SERVICES=1 UID_FIELDS_TEST_PARTIAL_INSTALL=1 $(SQLA)/bin/python -m pytest \
+	$(call NAMESPACE_FOR,a) UID_FIELDS_REQUIRE_SERVICES=1 UID_FIELDS_TEST_PARTIAL_INSTALL=1 \
+		$(SQLA)/bin/python -m pytest \
 		-p no:cacheprovider -W 'ignore:Unknown config option:pytest.PytestConfigWarning' \
 		tests/sqlalchemy tests/core/test_extras.py -m 'not postgres and not mariadb and not stress' \
 		$(PYTEST_ARGS)
+
+# The virtualenvs of the stages above, built ahead (.ci/run builds them beside `make test`).
+venvs: $(COMPAT)/.installed $(DJ60)/.installed $(DJ61)/.installed $(SQLA)/.installed
 
 # The sdist as published: built (in an isolated environment, as pip builds it), unpacked
 # in a temporary directory, and the tests marked `sdist` run from there with the unpacked
@@ -109,7 +124,8 @@ test-sdist: $(STAMP)
 		PYTHONPATH=. $(abspath $(BIN))/python -c "import uid_fields, pathlib, sys; \
 			sys.exit(None if pathlib.Path(uid_fields.__file__).is_relative_to(pathlib.Path.cwd()) \
 			else f'not the unpacked sdist: {uid_fields.__file__}')" && \
-		PYTHONPATH=. $(abspath $(BIN))/python -m pytest -p no:cacheprovider -m sdist $(PYTEST_ARGS)
+		$(call NAMESPACE_FOR,d) PYTHONPATH=. $(abspath $(BIN))/python -m pytest -p no:cacheprovider \
+			-m sdist $(PYTEST_ARGS)
 	rm -rf $(SDIST_DIR)
 
 # Every id scheme generated and decoded, then the example shop on four SQLite shards
