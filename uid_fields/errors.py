@@ -10,19 +10,25 @@ __all__ = [
     "ConfigurationError",
     "CoordinatorUnavailableError",
     "CrossDatabaseRelationError",
+    "DeepOffsetWarning",
     "FanOutTimeoutError",
     "ForkedGeneratorError",
     "LayoutExhaustedError",
     "LeaseLostError",
     "MalformedCursorError",
     "MissingExtraError",
+    "MoveStateMismatch",
     "PublicIdError",
+    "ReplicationError",
+    "ReplicationUnavailable",
     "ShardKeyError",
     "ShardMoveFencedError",
     "ShardRoutingError",
     "TwoPhaseCommitError",
     "UidFieldsError",
+    "UnknownEntryError",
     "UnmergeableQueryError",
+    "UnprotectedShardWriteWarning",
     "WorkerIdsExhaustedError",
     "WrongShardError",
 ]
@@ -194,6 +200,37 @@ class MalformedCursorError(UidFieldsError, ValueError):
 
 class MissingExtraError(UidFieldsError, ModuleNotFoundError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class DeepOffsetWarning(RuntimeWarning):
+    """A fan-out with a deep OFFSET: every shard returned ``offset + limit`` rows for a
+    page of ``limit``. Use keyset pages (rows after the last id shown) instead."""
+
+
+class ReplicationError(UidFieldsError, RuntimeError):
+    """The replication move could not go on (a comparison that differs, a timeout)."""
+
+
+class ReplicationUnavailable(UidFieldsError, ValueError):
+    """The databases cannot carry a move by replication; the message says the fix."""
+
+
+class MoveStateMismatch(UidFieldsError, ValueError):
+    """A state file that belongs to another move (or to one that is over)."""
+
+
+class UnknownEntryError(ConfigurationError, LookupError):
+    """A generator or shard map name the settings do not configure: a
+    ``ConfigurationError``, and a ``LookupError`` as Django's ``get_generator`` raised."""
+
+
+class UnprotectedShardWriteWarning(RuntimeWarning):
+    """A shard write inside a transaction that holds none on that shard.
+
+    The row commits on its own and an exception in the block does not roll it back.
+    Warned when DEBUG is on; ``UID_FIELDS["UNPROTECTED_SHARD_WRITES"] = "error"`` raises
+    it instead (in tests too, where Django turns DEBUG off), ``"warn"`` warns always.
+    """
 
 
 #: Names kept importable for one minor version, each with a DeprecationWarning.

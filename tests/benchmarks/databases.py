@@ -488,8 +488,9 @@ def run_pg_functions(
         rows,
         [
             f"On {server}. next_id() is the PL/pgSQL function of uid_fields.sql.postgres "
-            "(an advisory lock and a setval per id, so concurrent sessions never repeat "
-            "an id); next_id() in C is postgres/uid_fields.c (the last id in shared "
+            "(a nextval of an unlogged sequence inside the current millisecond's block; "
+            "the advisory lock once per millisecond, a WAL-logged state about twice a "
+            "second); next_id() in C is postgres/uid_fields.c (the last id in shared "
             "memory, taken by compare-and-swap; a ceiling flushed to the WAL every half "
             "second); Instagram's original, installed beside them from the post's text, "
             "takes nextval() % 1024 and repeats ids above 1024 per ms; a plain sequence "

@@ -5,7 +5,9 @@
 - No function imports a module of the package, which is how import cycles get hidden.
   Two places may: ``AppConfig.ready`` (Django's place to register checks and signals) and
   a module-level ``__getattr__`` that loads an optional dependency's module on first use.
-- The module-level imports of the package form no cycle.
+- The module-level imports of the package form no cycle, counting the imports under
+  ``if TYPE_CHECKING:``: a cycle that only a type checker walks still ties the modules
+  together (neither can be read, moved or tested without the other).
 """
 
 from __future__ import annotations
@@ -216,7 +218,7 @@ def imports_inside_functions(package: Package, root: Path = ROOT) -> list[str]:
 def module_graph(package: Package) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in package.modules}
     for imp in package.imports:
-        if imp.function is not None or imp.type_checking:
+        if imp.function is not None:
             continue
         for target in imp.targets:
             # the nearest module of the package that the dotted name loads
@@ -286,10 +288,12 @@ def cycle_report(package: Package, root: Path = ROOT) -> list[str]:
         lines.append(" -> ".join(cycle))
         for source, target in itertools.pairwise(cycle):
             for imp in package.imports:
-                if imp.module != source or imp.function is not None or imp.type_checking:
+                if imp.module != source or imp.function is not None:
                     continue
                 if any(_inside(t, target) for t in imp.targets):
-                    lines.append(f"    {source} -> {target}: {_where(package, imp, root)}")
+                    typing = " (under TYPE_CHECKING)" if imp.type_checking else ""
+                    where = _where(package, imp, root)
+                    lines.append(f"    {source} -> {target}: {where}{typing}")
                     break
     return lines
 
@@ -330,8 +334,35 @@ def test_no_function_imports_a_module_of_the_package() -> None:
 
 def test_module_level_imports_have_no_cycle() -> None:
     lines = cycle_report(read_package())
-    assert not lines, "import cycles among uid_fields modules (module-level imports):\n" + (
+    assert not lines, "import cycles among uid_fields modules (TYPE_CHECKING counts):\n" + (
         "\n".join(f"  {line}" for line in lines)
+    )
+
+
+def part_graph(package: Package, adapter: str) -> dict[str, set[str]]:
+    """The adapter's modules grouped by part: a folder of the adapter (``query``,
+    ``relations``, ...) is one node, a module at its top is a node of its own."""
+    prefix = adapter + "."
+
+    def part(name: str) -> str:
+        return prefix + name[len(prefix) :].split(".")[0]
+
+    graph: dict[str, set[str]] = {}
+    for source, targets in module_graph(package).items():
+        if not source.startswith(prefix):
+            continue
+        node = graph.setdefault(part(source), set())
+        node.update(part(t) for t in targets if t.startswith(prefix) and part(t) != part(source))
+    return graph
+
+
+def test_the_django_adapters_parts_have_no_cycle() -> None:
+    """``uid_fields/django/`` is grouped into parts (columns, connections, query,
+    relations, web, ops, ...) that stand one above another: no part imports one that
+    imports it back, TYPE_CHECKING included (docs/architecture.md)."""
+    found = cycles(part_graph(read_package(), "uid_fields.django"))
+    assert not found, "cycles among the parts of uid_fields/django/:\n" + "\n".join(
+        "  " + " -> ".join(cycle) for cycle in found
     )
 
 
@@ -354,6 +385,10 @@ def test_the_rules_catch_what_they_are_for(tmp_path: Path) -> None:
         "uid_fields/c.py": "from uid_fields.d import x\n",
         "uid_fields/d.py": "import importlib as il\nx = il.import_module('uid_fields.c')\n",
         "uid_fields/e.py": "def g():\n    return 1\n",
+        "uid_fields/f.py": "from .g import G\nF = 1\n",
+        "uid_fields/g.py": (
+            "from typing import TYPE_CHECKING\nG = 1\nif TYPE_CHECKING:\n    from .f import F\n"
+        ),
         "uid_fields/sqlalchemy/__init__.py": (
             "import sqlalchemy\n"
             "def __getattr__(name):\n"
@@ -386,10 +421,11 @@ def test_the_rules_catch_what_they_are_for(tmp_path: Path) -> None:
     ]
     graph = module_graph(package)
     assert graph["uid_fields"] == {"uid_fields.a"}
-    assert graph["uid_fields.a"] == {"uid_fields.b"}  # not .c: type checking only
+    assert graph["uid_fields.a"] == {"uid_fields.b", "uid_fields.c"}  # .c: type checking
     assert cycles(graph) == [
         ["uid_fields.a", "uid_fields.b", "uid_fields.a"],
         ["uid_fields.c", "uid_fields.d", "uid_fields.c"],
+        ["uid_fields.f", "uid_fields.g", "uid_fields.f"],
     ]
     assert cycle_report(package, tmp_path) == [
         "uid_fields.a -> uid_fields.b -> uid_fields.a",
@@ -398,6 +434,10 @@ def test_the_rules_catch_what_they_are_for(tmp_path: Path) -> None:
         "uid_fields.c -> uid_fields.d -> uid_fields.c",
         "    uid_fields.c -> uid_fields.d: uid_fields/c.py:1: from uid_fields.d import x",
         "    uid_fields.d -> uid_fields.c: uid_fields/d.py:2: il.import_module('uid_fields.c')",
+        "uid_fields.f -> uid_fields.g -> uid_fields.f",
+        "    uid_fields.f -> uid_fields.g: uid_fields/f.py:1: from .g import G",
+        "    uid_fields.g -> uid_fields.f: uid_fields/g.py:4: from .f import F"
+        " (under TYPE_CHECKING)",
     ]
 
 

@@ -318,3 +318,43 @@ def test_a_lowered_concurrency_holds_for_the_calls_already_waiting() -> None:
     peak, results = _peak_per_name(1, 4)  # the same pools, the bound lowered
     assert results == [[0, 1]] * 4
     assert peak == 1
+
+
+# -- the rules both adapters' fan-outs follow ---------------------------------------------
+
+
+def test_a_fan_out_runs_at_once_only_on_server_databases_and_outside_shard_work() -> None:
+    assert parallel.may_run_at_once(["postgresql", "mysql", "mariadb"], holds_shard_work=False)
+    assert not parallel.may_run_at_once(["postgresql", "sqlite"], holds_shard_work=False)
+    assert not parallel.may_run_at_once(["postgresql"], holds_shard_work=True)
+
+
+class Dropped(Exception):
+    """What a driver raises for a connection the server closed while it sat idle."""
+
+
+def test_a_read_on_a_dropped_connection_runs_once_more_and_nothing_else_does() -> None:
+    calls: list[int] = []
+
+    def read_failing(times: int, error: Exception) -> int:
+        calls.append(1)
+        if len(calls) <= times:
+            raise error
+        return len(calls)
+
+    def is_drop(error: Exception) -> bool:
+        return isinstance(error, Dropped)
+
+    assert parallel.once_more_after_drop(lambda: read_failing(1, Dropped()), is_drop) == 2
+    calls.clear()
+    with pytest.raises(Dropped):  # once more, not twice
+        parallel.once_more_after_drop(lambda: read_failing(2, Dropped()), is_drop)
+    assert len(calls) == 2
+    calls.clear()
+    with pytest.raises(ValueError):  # an error of the query itself: not again
+        parallel.once_more_after_drop(lambda: read_failing(1, ValueError()), is_drop)
+    assert len(calls) == 1
+    calls.clear()
+    with pytest.raises(Dropped):  # the deadline cut it: not again
+        parallel.once_more_after_drop(lambda: read_failing(1, Dropped()), is_drop, cut=lambda: True)
+    assert len(calls) == 1

@@ -118,6 +118,95 @@ def test_a_crash_with_the_clock_set_back_repeats_no_id(cluster: PostgresCluster)
     assert min(after) > max(before)
 
 
+def _plpgsql_clock(conn: psycopg.Connection, offset_ms: int) -> None:
+    """The PL/pgSQL function's clock, ``offset_ms`` off the real one."""
+    conn.execute(
+        "CREATE OR REPLACE FUNCTION uid_next_id_clock() RETURNS bigint LANGUAGE sql AS "
+        f"$$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint "
+        f"+ {offset_ms} $$"
+    )
+
+
+def test_plpgsql_after_a_crash_with_the_clock_set_back_repeats_no_stored_id(
+    cluster: PostgresCluster,
+) -> None:
+    """The PL/pgSQL function's common case writes only unlogged sequences, which a crash
+    empties: it must resume above its durable state, whatever the clock says. (Its ids
+    are covered from the commit of the row that stores them on; ids of a transaction
+    that never commits are covered once anything flushes the WAL after them.)"""
+    url = cluster.create_database(f"uidf_c_{uuid.uuid4().hex[:8]}")
+    _install(url, language="plpgsql")
+    with _connect(url) as conn:
+        conn.execute("CREATE TABLE photos (id bigint PRIMARY KEY DEFAULT uid_next_id())")
+        for _ in range(20):  # separate commits: most ids from the unlogged fast path
+            conn.execute("INSERT INTO photos SELECT FROM generate_series(1, 500)")
+        stored = int(conn.execute("SELECT max(id) FROM photos").fetchone()[0])  # type: ignore[index]
+    cluster.crash_and_restart()
+    with _connect(url) as conn:
+        emptied = conn.execute("SELECT pg_sequence_last_value('uid_next_id_block')").fetchone()
+        assert emptied == (None,)  # the crash emptied the unlogged block
+        _plpgsql_clock(conn, -600_000)  # ten minutes back
+        after = _ids(conn, 1000)
+        assert int(conn.execute("SELECT count(*) FROM photos").fetchone()[0]) == 10_000  # type: ignore[index]
+    assert min(after) > stored
+
+
+def test_a_switch_while_plpgsql_sessions_make_ids_repeats_nothing(db: str) -> None:
+    """Sessions on the PL/pgSQL fast path (no lock) while the C function takes over and
+    hands back, many times: both keep to the state sequence's bound."""
+    made: list[list[int]] = [[] for _ in range(3)]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def keep_making(slot: int) -> None:
+        try:
+            with _connect(db) as conn:
+                while not stop.is_set():
+                    made[slot].extend(_ids(conn, 300))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    _install(db, language="plpgsql")
+    writers = [threading.Thread(target=keep_making, args=(i,)) for i in range(3)]
+    for writer in writers:
+        writer.start()
+    mine: list[int] = []
+    try:
+        with _connect(db) as conn:
+            for language in ("c", "plpgsql") * 4:
+                time.sleep(0.05)
+                _install(db, language=language)
+                mine.extend(_ids(conn, 2000))
+    finally:
+        stop.set()
+        for writer in writers:
+            writer.join(30)
+    assert not errors, errors
+    ids = mine + [i for m in made for i in m]
+    assert len(set(ids)) == len(ids)
+
+
+def test_a_role_granted_the_state_sequence_may_call_the_plpgsql_function(db: str) -> None:
+    """Where the application's role is not the one that installs (it was granted the
+    state sequence, as the PL/pgSQL function needed), the install gives it the same
+    rights on the function's other sequences."""
+    role = f"uidf_app_{uuid.uuid4().hex[:8]}"
+    with _connect(db) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute("CREATE SEQUENCE IF NOT EXISTS uid_next_id_state AS bigint MINVALUE 0")
+        admin.execute(f"GRANT SELECT, UPDATE ON uid_next_id_state TO {role}")
+    try:
+        _install(db, language="plpgsql")
+        with _connect(db) as app:
+            app.execute(f"SET ROLE {role}")
+            made = _ids(app, 3000)
+        assert len(set(made)) == 3000
+    finally:
+        with _connect(db) as admin:
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
+
+
 def test_a_cancelled_statement_leaves_no_lock_behind(db: str) -> None:
     _install(db)
     for _ in range(5):

@@ -180,3 +180,79 @@ def test_a_state_that_ran_ahead_is_reset_only_when_no_stored_id_is_later(
     assert not function.check_state(cursor, ["photos"]).resettable
     with pytest.raises(ValueError, match="could issue them again"):
         function.reset_state(cursor, ["photos"])
+
+
+# -- the common case writes nothing durable ----------------------------------------------
+
+
+def _fix_clock(admin: object, unix_ms: int) -> None:
+    """Replace the function's clock by one that always reads ``unix_ms``."""
+    admin.execute(  # type: ignore[attr-defined]
+        "CREATE OR REPLACE FUNCTION next_id_clock() RETURNS bigint LANGUAGE sql AS "
+        f"$$ SELECT {unix_ms}::bigint $$"
+    )
+
+
+def test_ids_within_a_reserved_range_write_nothing_durable(schema: tuple[object, str]) -> None:
+    """The state sequence is written only when the clock passes what it reserved: a
+    setval per id gave every transaction an xid, so each commit waited for a WAL flush.
+    With the clock held still, 3000 ids (carried into the next milliseconds as each
+    one's 1024 are used) neither assign an xid nor move the state sequence."""
+    import time
+
+    admin, name = schema
+    _install(admin, name)
+    _fix_clock(admin, int(time.time() * 1000))
+    first = admin.execute("SELECT next_id()").fetchone()[0]  # type: ignore[attr-defined]
+    state = admin.execute("SELECT last_value FROM next_id_state").fetchone()[0]  # type: ignore[attr-defined]
+    with admin.transaction():  # type: ignore[attr-defined]
+        made = [
+            row[0]
+            for row in admin.execute(  # type: ignore[attr-defined]
+                "SELECT next_id() FROM generate_series(1, 3000)"
+            ).fetchall()
+        ]
+        xid = admin.execute("SELECT pg_current_xact_id_if_assigned()").fetchone()[0]  # type: ignore[attr-defined]
+    assert xid is None  # nothing durable written: the commit waits for no flush
+    after = admin.execute("SELECT last_value FROM next_id_state").fetchone()[0]  # type: ignore[attr-defined]
+    assert after == state
+    ids = [first, *made]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    # The state still bounds every id issued: a crash resumes above all of them.
+    layout = INSTAGRAM
+    assert all(
+        (layout.decompose(i).timestamp_ms - layout.epoch_ms) // layout.time_unit_ms
+        <= state >> layout.sequence_bits
+        for i in ids
+    )
+
+
+def test_a_clock_that_goes_back_repeats_nothing(schema: tuple[object, str]) -> None:
+    """NTP steps the clock back 5 s: the ids go on above the last one issued (a new block
+    always starts above the last), and follow the clock again once it has caught up."""
+    admin, name = schema
+    _install(admin, name)
+    first = [r[0] for r in admin.execute("SELECT next_id() FROM generate_series(1, 2000)")]  # type: ignore[attr-defined]
+    _shift_clock(admin, -5000)
+    back = [r[0] for r in admin.execute("SELECT next_id() FROM generate_series(1, 2000)")]  # type: ignore[attr-defined]
+    _shift_clock(admin, 0)
+    later = [r[0] for r in admin.execute("SELECT next_id() FROM generate_series(1, 2000)")]  # type: ignore[attr-defined]
+    ids = first + back + later
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    assert abs(_age_ms(later[-1])) < 60_000
+
+
+def test_the_first_id_after_a_quiet_spell_carries_the_clocks_time(
+    schema: tuple[object, str],
+) -> None:
+    """The rest of an old millisecond's block is not handed out once the clock has
+    passed it: the id is stamped with the reading, not with the block's time."""
+    import time
+
+    admin, name = schema
+    _install(admin, name)
+    now_ms = int(time.time() * 1000)
+    for reading in (now_ms, now_ms + 1000, now_ms + 1001):
+        _fix_clock(admin, reading)
+        made = admin.execute("SELECT next_id()").fetchone()[0]  # type: ignore[attr-defined]
+        assert INSTAGRAM.decompose(made).timestamp_ms == reading

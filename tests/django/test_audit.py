@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from tests.django.testapp.models import Order, Photo
 from uid_fields.django import allow_off_shard_writes
-from uid_fields.django.audit import audit_model
+from uid_fields.django.ops.audit import audit_model
 
 pytestmark = pytest.mark.django_db(databases="__all__")
 

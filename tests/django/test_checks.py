@@ -219,7 +219,7 @@ def test_foreign_keys_across_shards_are_e011() -> None:
             app_label = "testapp"
 
     errors = relation_errors([Loose, Soft, Together])
-    # The CASCADE across databases runs on each shard (uid_fields.django.deletion).
+    # The CASCADE across databases runs on each shard (uid_fields.django.relations.deletion).
     assert [(e.id, e.obj) for e in errors] == [
         ("uid_fields.E011", Loose._meta.get_field("customer")),
     ]

@@ -31,7 +31,7 @@ from tests.django.testapp.models import (
 )
 from uid_fields.django import ShardedBigIntField, ShardedManager, SnowflakeField
 from uid_fields.django.checks import check_managers, relation_errors
-from uid_fields.django.moves import map_models
+from uid_fields.django.ops.moves import map_models
 from uid_fields.django.routing import colocated, family_root
 from uid_fields.errors import WrongShardError
 

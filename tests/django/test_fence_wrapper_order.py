@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import connections
 from django.test.utils import override_settings
 
-from uid_fields.django.fences import FENCE_TRANSLATOR
-from uid_fields.django.replicas import WRITE_WATCHER
+from uid_fields.django.connections.fences import FENCE_TRANSLATOR
+from uid_fields.django.connections.replicas import WRITE_WATCHER
 
 pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__", transaction=True)]
 

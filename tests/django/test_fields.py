@@ -94,7 +94,7 @@ def test_makemigrations_twice_makes_nothing() -> None:
     assert "No changes detected" in out.getvalue()
 
 
-def test_to_python_accepts_strings_ints_and_uuids() -> None:
+def test_to_python_accepts_strings_ints_and_uuids_by_the_cores_rules() -> None:
     field = Order._meta.pk
     assert field.to_python("204697221847986177") == 204697221847986177
     assert field.to_python(5) == 5
@@ -104,10 +104,10 @@ def test_to_python_accepts_strings_ints_and_uuids() -> None:
     view_field = PageView._meta.pk
     value = locality.compose(counter=1, pid=2, mac=3, timestamp_ms=4)
     assert view_field.to_python(str(value)) == value
-    assert view_field.to_python(value.int) == value
     assert view_field.to_python(value) == value
-    with pytest.raises(ValidationError):
-        view_field.to_python("not-a-uuid")
+    for bad_uuid in ["not-a-uuid", value.int, f" {value}", True]:  # coerce_uuid's rule
+        with pytest.raises(ValidationError):
+            view_field.to_python(bad_uuid)
     with pytest.raises(ValidationError, match="over a second"):
         PhpRow._meta.pk.clean("0abcd6557d8a0fffff", None)
 

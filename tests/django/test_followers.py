@@ -32,7 +32,7 @@ from uid_fields.django import (
     SnowflakeField,
     allow_off_shard_writes,
 )
-from uid_fields.django.audit import audit_model
+from uid_fields.django.ops.audit import audit_model
 from uid_fields.django.routing import unroutable
 
 pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]

@@ -23,7 +23,7 @@ from django.test import override_settings
 
 from tests.django.testapp.models import Order, Photo
 from uid_fields.django import conf
-from uid_fields.django import new_objects as django_new_objects
+from uid_fields.django.query import new_objects as django_new_objects
 from uid_fields.placement import Placement, authority
 
 pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]

@@ -1,6 +1,6 @@
 """Keyset pages over shards (DRF's ``KeysetPagination``): each shard is asked for one
 page's rows past the key, never an OFFSET; walking the pages gives every row once in one
-database's order; a bad cursor is a 404. A deep OFFSET in a fan-out warns once (DEBUG)."""
+database's order; a bad cursor is a 404. A deep OFFSET in a fan-out warns once."""
 
 from __future__ import annotations
 
@@ -153,25 +153,27 @@ def _deep_offset_warnings(url: str, view: Any = OrderList) -> list[Any]:
     return [w for w in caught if issubclass(w.category, DeepOffsetWarning)]
 
 
-def test_a_deep_offset_in_a_fan_out_warns_once_with_debug_on(orders: list[int]) -> None:
+def test_a_deep_offset_in_a_fan_out_warns_once(orders: list[int]) -> None:
+    """With DEBUG off too (as here, and in production): the core's rule, as SQLAlchemy's
+    (tests/django/test_rules_decided_once.py)."""
     pages.forget_deep_offsets()
     limits = {**settings.UID_FIELDS, "FAN_OUT_OFFSET_WARNING": SIZE}
     try:
         with override_settings(UID_FIELDS=limits):
-            assert _deep_offset_warnings("/orders/?page=3", NumberedList) == []  # DEBUG off
-            with override_settings(DEBUG=True):
-                assert _deep_offset_warnings("/orders/?page=2", NumberedList) == []  # offset 4
-                (warned,) = _deep_offset_warnings("/orders/?page=3", NumberedList)  # offset 8
-                assert "OFFSET 8" in str(warned.message)
-                assert "KeysetPagination" in str(warned.message)
-                assert _deep_offset_warnings("/orders/?page=4", NumberedList) == []  # once
-                assert _deep_offset_warnings("/orders/?after=1") == []  # keyset: no offset
-        with override_settings(DEBUG=True):
-            pages.forget_deep_offsets()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                assert len(Order.objects.on_all_shards()[8:12]) == 4  # default: 1000
-            assert caught == []
+            assert _deep_offset_warnings("/orders/?page=2", NumberedList) == []  # offset 4
+            (warned,) = _deep_offset_warnings("/orders/?page=3", NumberedList)  # offset 8
+            assert "OFFSET 8" in str(warned.message)
+            assert "KeysetPagination" in str(warned.message)
+            assert _deep_offset_warnings("/orders/?page=4", NumberedList) == []  # once
+            assert _deep_offset_warnings("/orders/?after=1") == []  # keyset: no offset
+        pages.forget_deep_offsets()
+        with override_settings(UID_FIELDS={**settings.UID_FIELDS, "FAN_OUT_OFFSET_WARNING": None}):
+            assert _deep_offset_warnings("/orders/?page=3", NumberedList) == []  # never
+        pages.forget_deep_offsets()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert len(Order.objects.on_all_shards()[8:12]) == 4  # default: 1000
+        assert caught == []
     finally:
         pages.forget_deep_offsets()
 

@@ -22,7 +22,7 @@ from django.core.management import CommandError
 from tests.django.test_move_shards import MODELS, SOURCE, TARGET, deployed, everything, make_rows
 from tests.django.test_move_shards import move as run_move
 from tests.django.testapp.models import Order
-from uid_fields.django.moves import shard_move
+from uid_fields.django.ops.moves import shard_move
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 

@@ -22,8 +22,8 @@ from django.db import connections, models
 from tests.django.test_move_shards import MODELS, SOURCE, TARGET, deployed, everything, make_rows
 from tests.django.testapp.models import Customer, Photo, Purchase, PurchaseLine, Snap
 from uid_fields import ShardMoveFencedError
-from uid_fields.django.audit import audit
-from uid_fields.django.moves import shard_move
+from uid_fields.django.ops.audit import audit
+from uid_fields.django.ops.moves import shard_move
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 ALL = [*settings.SHARDS, TARGET]

@@ -23,8 +23,8 @@ from django.db import connections, transaction
 from tests.django.test_move_shards import SOURCE, TARGET, deployed, everything, make_rows
 from tests.django.testapp.models import Customer, PageView, Photo, Snap
 from uid_fields import ShardMoveFencedError, UidFieldsError
-from uid_fields.django.audit import audit
-from uid_fields.django.moves import map_models, shard_move
+from uid_fields.django.ops.audit import audit
+from uid_fields.django.ops.moves import map_models, shard_move
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 

@@ -39,8 +39,8 @@ from tests.django.testapp.models import (
 )
 from uid_fields import ShardMoveFencedError
 from uid_fields.django import allow_off_shard_writes
-from uid_fields.django.audit import audit
-from uid_fields.django.moves import map_models, shard_move
+from uid_fields.django.ops.audit import audit
+from uid_fields.django.ops.moves import map_models, shard_move
 from uid_fields.ops.moves import Progress
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)

@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.django.test_move_shards import SOURCE, TARGET, deployed, make_rows
-from uid_fields.django.moves import shard_move
+from uid_fields.django.ops.moves import shard_move
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
 

@@ -89,7 +89,7 @@ def test_a_pool_connection_the_server_closed_is_replaced(
 ) -> None:
     from django.db import connections
 
-    from uid_fields.django import fanout
+    from uid_fields.django.query import fanout
 
     Order.objects.create(note="one")
     assert Order.objects.on_all_shards().count() == 1  # the pool threads connect

@@ -27,8 +27,8 @@ from rest_framework.test import APIClient
 from uid_fields import ConfigurationError, PublicIdError, PublicIds
 from uid_fields.django import LocalityUUIDField, ShardedManager, SnowflakeField, UniqIdField
 from uid_fields.django.checks import check_settings, public_id_errors
-from uid_fields.django.converters import PublicIdConverter
 from uid_fields.django.rest import PublicIdField, PublicIdRelatedField, UidModelSerializer
+from uid_fields.django.web.converters import PublicIdConverter
 
 from .helpers import capture_all
 from .testapp.api import PublicOrderSerializer, PublicPurchaseSerializer

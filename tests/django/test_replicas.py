@@ -22,7 +22,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 
 from tests.django.testapp.models import Customer, Order, Purchase
 from tests.postgres_servers import postgres_cluster, streaming_replica, wait_for_replay
-from uid_fields.django.replicas import read_from_primary
+from uid_fields.django.connections.replicas import read_from_primary
 from uid_fields.ops import parallel
 
 pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)

@@ -23,7 +23,7 @@ from django.db.transaction import TransactionManagementError
 from tests.django.testapp.models import Order
 from tests.postgres_servers import PostgresCluster, busy_commit, postgres_cluster
 from uid_fields.django import sharded_atomic
-from uid_fields.django.twophase import two_phase_atomic
+from uid_fields.django.connections.twophase import two_phase_atomic
 from uid_fields.ops import twophase
 
 pytestmark = pytest.mark.skipif(

@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import include, path, register_converter
 from rest_framework.routers import DefaultRouter
 
-from uid_fields.django.converters import PublicIdConverter
+from uid_fields.django.web.converters import PublicIdConverter
 
 from .testapp.api import (
     FilteredPurchaseViewSet,

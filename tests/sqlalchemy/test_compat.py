@@ -3,10 +3,14 @@ SQLAlchemy: a release that changes one fails here, by name."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from sqlalchemy import create_engine, select
+from sqlalchemy.ext.horizontal_shard import ShardedSession
 from sqlalchemy.orm import Session, joinedload
 
+from tests import private_api
 from uid_fields.sqlalchemy import compat
 
 from .models import Base, Order
@@ -85,3 +89,62 @@ def test_legacy_get_arguments_are_what_query_get_hands_the_session() -> None:
         plain = compat.legacy_get_arguments(session.query(Order))[1]
         assert plain["options"] == [] and plain["with_for_update"] is None
         assert not plain["populate_existing"]
+
+
+#: The adapter's own private names that SQLAlchemy's source happens to define too; each
+#: is reached on ``self`` only, in a class of the adapter that defines it.
+OWN_NAMES = {
+    "_compare",
+    "_connection",
+    "_parent",
+    "_parents",
+    "_resolve",
+    "_rows",
+    "_values",
+}
+
+
+def test_no_private_sqlalchemy_name_is_reached_outside_compat() -> None:
+    allowed = set(compat.DOCUMENTED_UNDERSCORE_API)
+    assert private_api.offenders("sqlalchemy", "sqlalchemy", allowed, OWN_NAMES) == []
+
+
+def test_the_adapters_own_names_are_its_own() -> None:
+    assert private_api.names_defined(private_api.PACKAGE / "sqlalchemy") >= OWN_NAMES
+    assert private_api.own_reaches_not_on_self("sqlalchemy", OWN_NAMES) == []
+    assert not OWN_NAMES & set(compat.PRIVATE_API)
+
+
+def test_every_private_name_compat_reaches_is_listed() -> None:
+    private = private_api.framework_private_names("sqlalchemy")
+    reached = {r.name for r in private_api.compat_reaches("sqlalchemy") if r.name in private}
+    assert reached - set(compat.PRIVATE_API) == set()
+
+
+def _holders() -> dict[tuple[str, ...], list[Any]]:
+    """An object of each kind whose private names compat lists."""
+    engine = create_engine("sqlite://")
+    Base.metadata.create_all(engine)
+    session = Session(engine)
+    statement = select(Order)
+    result = session.execute(select(Order.id))
+    return {
+        compat.PRIVATE_SELECT_API: [statement],
+        compat.PRIVATE_QUERY_API: [session.query(Order)],
+        compat.PRIVATE_LOAD_OPTIONS_API: [session.query(Order).load_options],
+        compat.PRIVATE_COMPILED_API: [statement.compile(dialect=engine.dialect)],
+        compat.PRIVATE_TYPE_API: [Order.__table__.c.id.type],
+        compat.PRIVATE_RESULT_API: [result],
+        compat.PRIVATE_RESULT_METADATA_API: [result._metadata],
+        compat.PRIVATE_SESSION_API: [session],
+        compat.PRIVATE_SHARDED_SESSION_API: [ShardedSession],
+        compat.PRIVATE_ELEMENT_API: [Order.__table__.c.id],
+    }
+
+
+@pytest.mark.parametrize("name", compat.PRIVATE_API)
+def test_each_private_name_exists(name: str) -> None:
+    holders = [h for names, found in _holders().items() if name in names for h in found]
+    assert holders and all(hasattr(h, name) for h in holders), (
+        f"{name} is gone: update uid_fields/sqlalchemy/compat.py"
+    )

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import FanOutTimeoutError
+from . import dbapi
 
 try:
     import psycopg
@@ -59,7 +60,8 @@ def fetch_at_once(
     """The rows of ``query`` on each connection (each ``available``), sent to all before
     any answer is read; None where the answer was not rows. ``FanOutTimeoutError``
     names the connections (``names``) still busy after ``timeout`` seconds; their
-    sockets are left as they are, and the caller must discard those connections."""
+    queries are cancelled on the server, their sockets are left as they are, and the
+    caller must discard those connections."""
     deadline = None if timeout is None else time.monotonic() + timeout
     for connection in connections:
         connection.pgconn.send_query(query)
@@ -70,6 +72,7 @@ def fetch_at_once(
         if not _wait(pgconn, deadline):
             late.append(name)
             answers.append(None)
+            dbapi.cancel(connection)  # the query stops on the server too
             continue
         answers.append(_rows(connection, pgconn))
     if late:

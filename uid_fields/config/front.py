@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, Generic, TypeVar
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, UnknownEntryError
 from ..ids.public import Kind, PublicIds
 from ..placement import ShardMap
 from .build import DatabaseLeaseFactory, Generator, build_generator
@@ -46,11 +46,6 @@ class Memo(dict[K, V], Generic[K, V]):
                     value = make()
                     self[key] = value
         return value
-
-
-class UnknownEntryError(ConfigurationError, LookupError):
-    """A generator or shard map name the settings do not configure: a
-    ``ConfigurationError``, and a ``LookupError`` as Django's ``get_generator`` raised."""
 
 
 def _refusal(problems: Collection[Problem]) -> str:

@@ -10,17 +10,17 @@ except ModuleNotFoundError as exc:  # name the extra, not just the module
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ShardRoutingError, deprecated_name
+from .columns.lookups import IdTime
 from .conf import get_generator
-from .deletion import two_phase_deletes
+from .connections.replicas import read_from_primary
+from .connections.transactions import UnprotectedShardWriteWarning
+from .connections.twophase import resolve_prepared
 from .fields import LocalityUUIDField, ShardedBigIntField, SnowflakeField, UniqIdField
-from .lookups import IdTime
-from .moves import shard_move
-from .pages import DeepOffsetWarning
-from .query import ShardedManager, ShardedQuerySet, sharded_atomic
-from .replicas import read_from_primary
+from .ops.moves import shard_move
+from .query.pages import DeepOffsetWarning
+from .query.query import ShardedManager, ShardedQuerySet, sharded_atomic
+from .relations.deletion import two_phase_deletes
 from .routing import ShardRouter, allow_off_shard_writes
-from .transactions import UnprotectedShardWriteWarning
-from .twophase import resolve_prepared
 
 SnowflakeField.register_lookup(IdTime)
 ShardedBigIntField.register_lookup(IdTime)

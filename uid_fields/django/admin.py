@@ -25,8 +25,8 @@ from django.utils.translation import gettext_lazy as _
 from .._internal.timeutil import describe_ms
 from ..errors import PublicIdError
 from . import compat
-from .deletion import ShardedCollector, also_install
 from .fields import UidField
+from .relations.deletion import ShardedCollector, also_install
 from .routing import colocated, pin_shard, placing_field, sharded_pk
 
 __all__ = [
@@ -404,7 +404,7 @@ def _merges(model: type[models.Model], name: Any, model_admin: Any) -> bool:
 
 def _mergeable_order(order: Any) -> bool:
     """An ordering a fan-out merge repeats: a field of the model, not a related path or
-    an expression (``uid_fields.django.fanout.order_terms`` refuses those)."""
+    an expression (``uid_fields.django.query.fanout.order_terms`` refuses those)."""
     text = order.lstrip("-") if isinstance(order, str) else None
     return text is not None and "__" not in text and text != "?"
 

@@ -10,16 +10,13 @@ class UidFieldsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import (
-            checks,  # noqa: F401  (registers the system checks)
-            fences,
-            replicas,
-        )
+        from . import checks  # noqa: F401  (registers the system checks)
         from .choices import install_choice_hooks
         from .conf import conf
-        from .converters import register
-        from .deletion import install_for_sharded_models
+        from .connections import fences, replicas
+        from .relations.deletion import install_for_sharded_models
         from .routing import parent_link, sharded_pk, watch_writes
+        from .web.converters import register
 
         register()
         # Execute wrappers on the connections of shard databases only: a shard move's

@@ -44,11 +44,12 @@ from ..errors import ConfigurationError
 from ..ids.public import prefix_problem
 from ..placement.uniqueness import enforced_by_databases
 from ..sql.postgres import sql_identifier
+from .columns.public_ids import kind_of
+from .compat import queryset_class
 from .conf import conf
 from .fields import FIELD_CHECKS, UidField, database_made_generators
-from .migration_state import applied_on_default, lag, migrated_databases, names
-from .public_ids import kind_of
-from .query import ShardedQuerySet
+from .ops.migration_state import applied_on_default, lag, migrated_databases, names
+from .query.query import ShardedQuerySet
 from .routing import colocated, parent_link, relation_of, sharded_pk
 from .unique import all_unique_sets, placing_fields
 
@@ -440,7 +441,7 @@ def _on_delete_errors(model: Any, field: Any, target: Any) -> list[checks.CheckM
     """E017: an on_delete that only a database can run, on a relation across databases.
 
     Django's on_delete handlers run in Python, and a delete asks each database that can
-    hold referring rows (``uid_fields.django.deletion``). The database-level ones
+    hold referring rows (``uid_fields.django.relations.deletion``). The database-level ones
     (``DB_CASCADE``, ``DB_SET_NULL``, ``DB_SET_DEFAULT`` of recent Django) are an ``ON
     DELETE`` clause of a foreign-key constraint, and no constraint holds across
     databases.
@@ -475,7 +476,7 @@ def manager_errors(models: Any) -> list[checks.CheckMessage]:
         if not _on_shards(model):
             continue
         manager = model._default_manager
-        if not issubclass(manager._queryset_class, ShardedQuerySet):
+        if not issubclass(queryset_class(manager), ShardedQuerySet):
             link = parent_link(model)
             what, calls = (
                 ("sharded by its id", "get(pk=...) and create()")

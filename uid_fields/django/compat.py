@@ -8,19 +8,34 @@ and put the subclass where ``Model.delete()``, ``QuerySet.delete()`` and the adm
 delete confirmation look it up. Those names are not public and can change in any
 release; they are listed and reached here, so a new Django is checked in one place
 (``tests/django/test_compat.py`` fails on the first one missing).
+
+The lists: ``PRIVATE_QUERYSET_API``, ``PRIVATE_QUERY_API``, ``PRIVATE_COLLECTOR_API``,
+``PRIVATE_MANAGER_API`` (``Manager._queryset_class``), ``PRIVATE_OUTPUT_API``
+(``OutputWrapper._out``, the stream a command writes to) and ``PRIVATE_CONNECTIONS_API``
+(the connection handler's per-thread storage); ``PRIVATE_API`` is all of them. The rest
+of the adapter reaches none of these names itself: it calls the functions here
+(``explicit_database(qs)`` rather than ``qs._db``), and a test reads its source to hold
+it so. Two kinds of underscore names stay outside:
+
+- ``OVERRIDDEN_QUERYSET_HOOKS``: the QuerySet methods ``ShardedQuerySet`` overrides
+  (``def _fetch_all`` and its ``super()._fetch_all()``), which no function can do for
+  a subclass; they are on ``PRIVATE_QUERYSET_API`` too, so a rename fails here.
+- ``DOCUMENTED_UNDERSCORE_API``: ``Model._meta`` (the "Model _meta API" reference),
+  ``Model._state`` (``_state.adding`` and ``_state.db``, in the model instance
+  reference), ``Model._default_manager`` and ``Model._base_manager`` (the managers
+  topic). Django documents them and keeps them as public API despite the underscore
+  (named so to stay clear of field names).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import operator
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.executor import MigrationExecutor
@@ -44,12 +59,18 @@ from django.db.models.sql.where import WhereNode
 _AggregateFilter: Any = getattr(aggregates_module, "AggregateFilter", None)
 
 __all__ = [
+    "DOCUMENTED_UNDERSCORE_API",
+    "OVERRIDDEN_QUERYSET_HOOKS",
     "PAGES_BUILT_ONCE",
+    "PRIVATE_API",
     "PRIVATE_COLLECTOR_API",
+    "PRIVATE_COMPILER_API",
+    "PRIVATE_CONNECTIONS_API",
+    "PRIVATE_MANAGER_API",
+    "PRIVATE_OUTPUT_API",
     "PRIVATE_QUERYSET_API",
     "PRIVATE_QUERY_API",
     "Collector",
-    "CompiledSelect",
     "FlatValuesListIterable",
     "ModelIterable",
     "NamedValuesListIterable",
@@ -63,6 +84,7 @@ __all__ = [
     "max_related_depth",
     "migration_progress",
     "prepared_for_delete",
+    "related_populators",
     "select_related_request",
     "selected_names",
     "where_sql",
@@ -83,7 +105,15 @@ PRIVATE_QUERYSET_API = (
     "_insert",
     "_raw_delete",
     "_extract_model_params",
+    "_known_related_objects",
 )
+
+#: The QuerySet hooks ``ShardedQuerySet`` overrides: defined (and ``super()``-called) in
+#: its class, the one private use outside this module.
+OVERRIDDEN_QUERYSET_HOOKS = ("_clone", "_fetch_all", "_filter_or_exclude_inplace", "_add_hints")
+
+#: Underscore names Django documents as API (see the module docstring).
+DOCUMENTED_UNDERSCORE_API = ("_meta", "_state", "_default_manager", "_base_manager")
 
 #: ``sql.Query`` attributes and methods the sharded QuerySet reads or calls.
 PRIVATE_QUERY_API = (
@@ -129,9 +159,130 @@ PRIVATE_COLLECTOR_API = (
     "clear_restricted_objects_from_queryset",
 )
 
+#: ``Manager`` attributes the checks read (the QuerySet class a manager makes).
+PRIVATE_MANAGER_API = ("_queryset_class",)
+
+#: ``OutputWrapper`` attributes a management command reads (the stream it wraps).
+PRIVATE_OUTPUT_API = ("_out",)
+
+#: ``ConnectionHandler`` attributes ``borrowed_connection`` reads (per-thread storage).
+PRIVATE_CONNECTIONS_API = ("_connections",)
+
 #: Where the admin's delete confirmation (``get_deleted_objects``) looks up the
 #: collector that lists what a delete takes with it.
 NESTED_OBJECTS_HOME = "django.contrib.admin.utils"
+
+
+#: The compiler's attributes ``fanout.CompiledSelect`` reads to build rows as
+#: ``ModelIterable`` does: where the model's fields, ``select_related`` rows and
+#: annotations sit in a row, and Django's conversion of raw rows.
+PRIVATE_COMPILER_API = (
+    "klass_info",
+    "select",
+    "annotation_col_map",
+    "has_extra_select",
+    "col_count",
+    "results_iter",
+)
+
+#: Every private name on the lists above.
+PRIVATE_API = (
+    PRIVATE_QUERYSET_API
+    + PRIVATE_QUERY_API
+    + PRIVATE_COLLECTOR_API
+    + PRIVATE_MANAGER_API
+    + PRIVATE_OUTPUT_API
+    + PRIVATE_CONNECTIONS_API
+    + PRIVATE_COMPILER_API
+)
+
+
+# -- a QuerySet's private state, read and set --------------------------------------------
+
+
+def explicit_database(queryset: models.QuerySet[Any]) -> str | None:
+    """The database ``using()`` (or a related manager, or a write) pinned, else None."""
+    alias: str | None = queryset._db  # type: ignore[attr-defined]
+    return alias
+
+
+def set_explicit_database(queryset: models.QuerySet[Any], alias: str | None) -> None:
+    """Pin ``queryset`` (a fresh clone) to ``alias``, as ``using()`` does; None unpins."""
+    queryset._db = alias  # type: ignore[attr-defined]
+
+
+def is_for_write(queryset: models.QuerySet[Any]) -> bool:
+    """Whether the QuerySet routes as a write (``db`` asks ``db_for_write``)."""
+    return bool(queryset._for_write)  # type: ignore[attr-defined]
+
+
+def mark_for_write(queryset: models.QuerySet[Any]) -> None:
+    """Route ``queryset`` as a write from now on, as ``update()`` and ``create()`` do."""
+    queryset._for_write = True  # type: ignore[attr-defined]
+
+
+def result_cache(queryset: models.QuerySet[Any]) -> list[Any] | None:
+    """The rows the QuerySet has fetched, None before it ran."""
+    rows: list[Any] | None = queryset._result_cache
+    return rows
+
+
+def set_result_cache(queryset: models.QuerySet[Any], rows: list[Any] | None) -> None:
+    """Make ``rows`` what the QuerySet has fetched (None: fetch again when read)."""
+    queryset._result_cache = rows
+
+
+def set_iterable_class(queryset: models.QuerySet[Any], iterable: type) -> None:
+    """Make the QuerySet yield through ``iterable`` (a ``ModelIterable`` subclass)."""
+    queryset._iterable_class = iterable
+
+
+def chained(queryset: models.QuerySet[Any]) -> Any:
+    """A copy of ``queryset`` to change, as each QuerySet method makes one."""
+    return queryset._chain()  # type: ignore[attr-defined]
+
+
+def model_params(queryset: models.QuerySet[Any], defaults: Any, **kwargs: Any) -> dict[str, Any]:
+    """The field values ``get_or_create``/``update_or_create`` create a row with (the
+    lookups without ``__``, then ``defaults``), refused as Django refuses them."""
+    params: dict[str, Any] = queryset._extract_model_params(defaults, **kwargs)  # type: ignore[attr-defined]
+    return params
+
+
+def known_related_objects(queryset: models.QuerySet[Any]) -> dict[Any, dict[Any, Any]]:
+    """The objects a related manager's QuerySet hands each row it builds (``{field:
+    {key: object}}``: ``author.books.all()`` rows know their author)."""
+    known: dict[Any, dict[Any, Any]] = queryset._known_related_objects  # type: ignore[attr-defined]
+    return known
+
+
+def raw_insert(manager: Any, objs: list[Any], fields: list[Any], using: str) -> None:
+    """An INSERT of ``objs`` as ``loaddata`` makes it: the values as they are, no
+    ``pre_save``, no signals."""
+    manager._insert(objs, fields=fields, using=using, raw=True)
+
+
+def raw_delete(queryset: models.QuerySet[Any], using: str) -> None:
+    """A DELETE of the QuerySet's rows: no signals, no cascade, no collector."""
+    queryset._raw_delete(using)
+
+
+def is_queryset_like(objs: Any) -> bool:
+    """Whether Django's ``Collector`` takes ``objs`` for a QuerySet (it asks for a
+    ``_raw_delete``) rather than a list of instances."""
+    return hasattr(objs, "_raw_delete")
+
+
+def queryset_class(manager: Any) -> type:
+    """The QuerySet class ``manager`` makes (``Manager.from_queryset``'s)."""
+    made: type = manager._queryset_class
+    return made
+
+
+def wrapped_stream(output: Any) -> Any:
+    """The stream a command's ``OutputWrapper`` writes to (``sys.stdout`` or
+    ``call_command``'s ``stdout=``)."""
+    return output._out
 
 
 def iterable_class(queryset: models.QuerySet[Any]) -> type:
@@ -245,113 +396,21 @@ def assign_generic_target(field: Any, instance: models.Model, value: Any) -> Non
         fields.GenericForeignKey.__set__(field, instance, value)
 
 
-#: Whether ``ModelIterable`` builds rows as ``CompiledSelect.models`` repeats (Django
-#: 5.2 and 6.0: related populators of (klass_info, select, db), no fetch mode).
+#: Whether ``ModelIterable`` builds rows as a fan-out page repeats it (Django 5.2 and 6.0:
+#: related populators of (klass_info, select, db), no fetch mode).
 _PLAIN_POPULATORS = len(inspect.signature(get_related_populators).parameters) == 3
 
-#: Whether a fan-out page is compiled once and builds only the rows it returns
-#: (``CompiledSelect``); on Django 6.1 (fetch modes) each shard's rows are built by
-#: Django's own ``ModelIterable``, as before.
+#: Whether a fan-out page may be compiled once and build only the rows it returns
+#: (``fanout.CompiledSelect``); on Django 6.1 (fetch modes) each shard's rows are built
+#: by Django's own ``ModelIterable``, as before.
 PAGES_BUILT_ONCE = _PLAIN_POPULATORS
 
 
-class CompiledSelect:
-    """A model query's SQL compiled once, for every database of one backend: run it
-    raw on each (``fetch``), then build model instances of only the rows kept
-    (``models``), as ``ModelIterable`` would for each row's own database.
-
-    ``ModelIterable`` compiles the query on every database it reads and builds every
-    row it fetches; a fan-out's page of 20 over 8 shards would compile 8 times and
-    build 160 models to keep 20. The compiler's ``select``/``klass_info`` say where
-    the model's fields, the ``select_related`` rows and the annotations sit in a row.
-    """
-
-    def __init__(self, queryset: models.QuerySet[Any], compiler: Any, sql: str, params: Any):
-        self.queryset = queryset
-        self.compiler = compiler
-        self.sql = sql
-        self.params = tuple(params)
-        info = compiler.klass_info
-        fields = info["select_fields"]
-        self.start, self.end = fields[0], fields[-1] + 1
-        self.init_list = [f[0].target.attname for f in compiler.select[self.start : self.end]]
-
-    @classmethod
-    def of(cls, queryset: models.QuerySet[Any], alias: str) -> CompiledSelect | None:
-        """The query compiled for ``alias``'s backend; None when it needs no database
-        (an empty ``pk__in``, ``none()``) or selects no model, and on a Django whose
-        ``ModelIterable`` loop is not the one repeated here (6.1's fetch modes)."""
-        if not _PLAIN_POPULATORS:
-            return None
-        compiler = queryset.query.get_compiler(using=alias)
-        try:
-            sql, params = compiler.as_sql()
-        except EmptyResultSet:
-            return None
-        if not compiler.klass_info:
-            return None
-        return cls(queryset, compiler, sql, params)
-
-    def position(self, attname: str) -> int | None:
-        """Where the model's field ``attname`` sits in a row (None: not selected)."""
-        for index, name in enumerate(self.init_list, self.start):
-            if name == attname:
-                return index
-        return None
-
-    def fetch(self, alias: str) -> list[tuple[Any, ...]]:
-        """The rows of ``alias``'s database, converted as Django converts them, on this
-        thread's connection to it."""
-        with connections[alias].cursor() as cursor:
-            cursor.execute(self.sql, self.params)
-            return self.converted(cursor.fetchall())
-
-    def converted(self, rows: list[Any]) -> list[tuple[Any, ...]]:
-        """Rows as the driver returned them, converted as Django converts them."""
-        compiler = self.compiler
-        if compiler.has_extra_select:
-            rows = [row[: compiler.col_count] for row in rows]
-        return list(compiler.results_iter(results=[rows], tuple_expected=True))
-
-    def models(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> list[models.Model]:
-        """Model instances of ``(database, row)`` pairs: ``ModelIterable``'s loop, with
-        the database of each row rather than one for all."""
-        compiler, queryset = self.compiler, self.queryset
-        info, select = compiler.klass_info, compiler.select
-        model_cls = info["model"]
-        annotations = compiler.annotation_col_map
-        populators: dict[str, list[Any]] = {}
-        known = [
-            (
-                field,
-                objects,
-                operator.attrgetter(
-                    *[
-                        field.attname
-                        if source == "self"
-                        else queryset.model._meta.get_field(source).attname
-                        for source in field.from_fields
-                    ]
-                ),
-            )
-            for field, objects in queryset._known_related_objects.items()  # type: ignore[attr-defined]
-        ]
-        built = []
-        for db, row in rows:
-            obj = model_cls.from_db(db, self.init_list, row[self.start : self.end])
-            if db not in populators:
-                populators[db] = get_related_populators(info, select, db)  # type: ignore[call-arg,unused-ignore]
-            for populator in populators[db]:
-                populator.populate(row, obj)
-            for name, column in (annotations or {}).items():
-                setattr(obj, name, row[column])
-            for field, objects, key_of in known:
-                if not field.is_cached(obj):
-                    found = objects.get(key_of(obj))
-                    if found is not None:
-                        setattr(obj, field.name, found)
-            built.append(obj)
-        return built
+def related_populators(klass_info: Any, select: Any, db: str) -> list[Any]:
+    """The populators ``ModelIterable`` fills ``select_related`` objects of a row with,
+    for a row of ``db`` (Django 5.2/6.0's signature; see ``PAGES_BUILT_ONCE``)."""
+    populators: list[Any] = get_related_populators(klass_info, select, db)  # type: ignore[call-arg,unused-ignore]
+    return populators
 
 
 @contextmanager
@@ -375,7 +434,7 @@ def borrowed_connection(alias: str, wrapper: BaseDatabaseWrapper) -> Iterator[No
             connections[alias] = own
 
 
-# -- what a fan-out planner reads of a query (uid_fields.django.plans) -------------------
+# -- what a fan-out planner reads of a query (uid_fields.django.query.plans) ---------------
 
 
 def set_operation(queryset: models.QuerySet[Any]) -> str | None:
@@ -493,6 +552,35 @@ def ordering_request(queryset: models.QuerySet[Any]) -> tuple[list[Any], bool]:
 def limits(queryset: models.QuerySet[Any]) -> tuple[int, int | None]:
     """The slice ``[low:high]`` of the query."""
     return int(queryset.query.low_mark), queryset.query.high_mark
+
+
+def reslice(queryset: models.QuerySet[Any], high: int | None) -> None:
+    """Replace the slice of ``queryset`` (a fresh clone) by ``[:high]`` (None: none)."""
+    queryset.query.clear_limits()
+    if high is not None:
+        queryset.query.set_limits(0, high)
+
+
+def explicitly_ordered(queryset: models.QuerySet[Any]) -> bool:
+    """Whether the query has an ordering of its own (``order_by()``, or the model's
+    ``Meta.ordering`` that ``order_by()`` did not clear)."""
+    query = queryset.query
+    return bool(query.order_by) or bool(queryset.model._meta.ordering and query.default_ordering)
+
+
+def is_distinct(queryset: models.QuerySet[Any]) -> bool:
+    """Whether the query is ``distinct()`` (with or without fields)."""
+    return bool(queryset.query.distinct)
+
+
+def has_order_by(queryset: models.QuerySet[Any]) -> bool:
+    """Whether ``order_by()`` named an ordering (the model's ``Meta.ordering`` aside)."""
+    return bool(queryset.query.order_by)
+
+
+def match_nothing(queryset: models.QuerySet[Any]) -> None:
+    """Make ``queryset`` (a fresh clone) match no row, as ``none()`` does."""
+    queryset.query.set_empty()
 
 
 def limited(queryset: models.QuerySet[Any], high: int | None) -> models.QuerySet[Any]:

@@ -108,7 +108,8 @@ class Settings:
 
     @property
     def FAN_OUT_OFFSET_WARNING(self) -> int | None:
-        """The OFFSET above which a fan-out warns (once, with DEBUG on); None: never.
+        """The OFFSET above which a fan-out warns (once per model, DEBUG on or off);
+        None: never.
         A malformed value reads as the default."""
         if "FAN_OUT_OFFSET_WARNING" in self.raw and self.raw["FAN_OUT_OFFSET_WARNING"] is None:
             return None

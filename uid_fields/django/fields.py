@@ -23,12 +23,13 @@ from django.utils.translation import gettext_lazy as _
 
 from ..ids.generators import DecimalGenerator
 from ..ids.layouts import IntLayout, coerce_id
+from ..ids.locality import coerce_uuid
 from ..ids.parts import IdParts
 from ..ids.public import PublicIds
 from ..placement import Placement, ShardMap, id_for_new_object
 from . import conf
-from .functions import NextId
-from .public_ids import add_public_id, codec_for
+from .columns.functions import NextId
+from .columns.public_ids import add_public_id, codec_for
 
 if TYPE_CHECKING:
     from django.db.backends.base.base import BaseDatabaseWrapper
@@ -621,13 +622,15 @@ class LocalityUUIDField(
     kinds = ("locality",)
 
     def to_python(self, value: Any) -> uuid.UUID | None:
-        if isinstance(value, int) and not isinstance(value, bool):
-            if not 0 <= value < 1 << 128:
-                raise exceptions.ValidationError(
-                    self.error_messages["invalid"], code="invalid", params={"value": value}
-                )
-            return uuid.UUID(int=value)
-        return super().to_python(value)  # type: ignore[no-any-return]
+        """The core's rule for a UUID id (``coerce_uuid``), as SQLAlchemy's column binds."""
+        if value is None:
+            return None
+        try:
+            return coerce_uuid(value)
+        except (TypeError, ValueError):
+            raise exceptions.ValidationError(
+                self.error_messages["invalid"], code="invalid", params={"value": value}
+            ) from None
 
 
 class UniqIdField(UidField[str | Combinable, str], _CharField[str | Combinable, str]):

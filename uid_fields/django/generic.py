@@ -29,7 +29,7 @@ from django.db import models, router
 
 from . import compat
 from .conf import shard_databases
-from .query import ShardedQuerySet
+from .query.query import ShardedQuerySet
 from .routing import parent_link, placing_field
 
 __all__ = ["GenericForeignKey"]

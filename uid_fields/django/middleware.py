@@ -21,7 +21,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.urls import Resolver404, get_resolver
 
 from ..errors import ConfigurationError, PublicIdError
-from .public_ids import canonical_token
+from .columns.public_ids import canonical_token
 
 __all__ = ["CanonicalPublicIdMiddleware", "canonical_path"]
 

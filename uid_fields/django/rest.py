@@ -8,7 +8,7 @@ default) makes every plain ``ModelSerializer`` of the process do the same, via `
 
 Keyset pages: ``KeysetPagination`` pages by id (``?after=<id>``), each shard returning
 one page's rows whatever the depth, where DRF's page numbers make each return every row
-before the page (``uid_fields.django.rest_pages``).
+before the page (``uid_fields.django.web.rest_pages``).
 
 Public ids: with ``Meta.public_ids = True`` a ``UidModelSerializer`` shows and reads the
 tokens of fields with a ``public_prefix`` (``PublicIdField``, ``PublicIdRelatedField``)
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.core.exceptions import FieldError
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -42,13 +42,14 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.model_meta import RelationInfo
 
 from ..errors import PublicIdError
+from .columns.lookups import _aware
+from .columns.public_ids import decode_token, kind_of, shows_public_ids
+from .compat import explicit_database
 from .fields import ShardedBigIntField, SnowflakeField, UidField
 from .key_changes import key_change_message
-from .lookups import _aware
-from .public_ids import decode_token, kind_of, shows_public_ids
-from .rest_pages import KeysetPagination
 from .routing import key_link
 from .unique import model_databases
+from .web.rest_pages import KeysetPagination
 
 __all__ = [
     "IdStringField",
@@ -127,8 +128,8 @@ class StringPrimaryKeyRelatedField(serializers.PrimaryKeyRelatedField):  # type:
         """Choices of rows on shards come from every shard (the browsable API lists them);
         a lookup by id still reads one shard."""
         queryset = super().get_queryset()
-        fan_out = getattr(queryset, "on_all_shards", None)
-        if fan_out is not None and getattr(queryset, "_db", None) is None:
+        fan_out = getattr(queryset, "on_all_shards", None)  # a ShardedQuerySet's
+        if fan_out is not None and explicit_database(cast(Any, queryset)) is None:
             try:
                 return fan_out()
             except TypeError:  # a ShardedQuerySet of a model that is not sharded

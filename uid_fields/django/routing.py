@@ -24,9 +24,9 @@ from ..placement import (
 )
 from ..placement.families import Relation
 from .conf import conf, shard_databases
+from .connections.replicas import replica_primaries
+from .connections.transactions import check_transaction
 from .fields import UidField, _is_db_default
-from .replicas import replica_primaries
-from .transactions import check_transaction
 
 __all__ = [
     "ShardRouter",

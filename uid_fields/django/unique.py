@@ -35,8 +35,8 @@ from django.dispatch import receiver
 
 from ..errors import ShardKeyError
 from ..placement.uniqueness import UniqueSet, databases_to_check, named_unique_set
+from .connections.replicas import read_from_primary
 from .fields import UidField
-from .replicas import read_from_primary
 from .routing import parent_link, sharded_pk
 
 __all__ = [

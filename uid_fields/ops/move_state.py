@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import MoveStateMismatch
 from ..sql.identity import identity_query
 from .fences import FenceRunner
 
@@ -133,10 +134,6 @@ class MoveState:
             out.flush()
             os.fsync(out.fileno())
         partial.replace(self.path)  # atomic: a kill never leaves half a state
-
-
-class MoveStateMismatch(ValueError):
-    """A state file that belongs to another move (or to one that is over)."""
 
 
 def _when(ms: int) -> str:

@@ -19,12 +19,13 @@ pages start from, and when a fan-out's OFFSET earns a warning.
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from .._internal import validate as check
-from ..errors import MalformedCursorError
+from ..errors import DeepOffsetWarning, MalformedCursorError
 from ..ids.layouts import coerce_id
 from ..ids.public import PublicIds
 
@@ -39,18 +40,14 @@ __all__ = [
     "forget_deep_offsets",
     "integer_key",
     "token_key",
+    "warn_deep_offset",
 ]
 
 R = TypeVar("R")
 
 #: A fan-out whose OFFSET is above this warns, once per query shape per process
-#: (``FAN_OUT_OFFSET_WARNING``; Django warns only with DEBUG on).
+#: (Django's ``FAN_OUT_OFFSET_WARNING``, SQLAlchemy's ``fan_out_offset_warning``).
 DEFAULT_OFFSET_WARNING = 1000
-
-
-class DeepOffsetWarning(RuntimeWarning):
-    """A fan-out with a deep OFFSET: every shard returned ``offset + limit`` rows for a
-    page of ``limit``. Use keyset pages (rows after the last id shown) instead."""
 
 
 #: Keys a signed 64-bit column can hold: a larger one would be a database error (a 500).
@@ -127,6 +124,26 @@ def deep_offset_message(
         "uid_fields.sqlalchemy.rows_after) whose cost does not grow with the page number. "
         "Said once per query shape per process."
     )
+
+
+def warn_deep_offset(
+    offset: int | None,
+    threshold: int | None,
+    shape: Hashable,
+    what: str,
+    shards: int,
+    *,
+    stacklevel: int = 2,
+) -> None:
+    """The rule both adapters follow: a fan-out whose OFFSET is above ``threshold``
+    warns ``DeepOffsetWarning``, once per query ``shape`` per process; ``threshold``
+    None never warns. Not only with Django's DEBUG on: production is where every shard
+    returning ``offset + limit`` rows costs, and once per shape is cheap; the warnings
+    filters (``-W``, ``logging.captureWarnings``) choose where it shows. ``stacklevel``
+    counts from the caller, as ``warnings.warn`` does."""
+    message = deep_offset_message(offset, threshold, shape, what, shards)
+    if message is not None:
+        warnings.warn(message, DeepOffsetWarning, stacklevel=stacklevel + 1)
 
 
 def forget_deep_offsets() -> None:

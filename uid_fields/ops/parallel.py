@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, wait
 from contextlib import suppress
 from typing import TypeVar
@@ -58,9 +58,11 @@ __all__ = [
     "check_concurrency",
     "idle_timeout",
     "in_worker",
+    "may_run_at_once",
     "on_timeout",
     "on_worker_exit",
     "on_worker_tidy",
+    "once_more_after_drop",
     "run_per_shard",
     "set_idle_timeout",
     "set_workers",
@@ -329,6 +331,37 @@ def on_timeout(hook: Callable[[], object]) -> None:
             task.interrupts.append(hook)
             return
     hook()  # already late
+
+
+def may_run_at_once(vendors: Iterable[str], *, holds_shard_work: bool) -> bool:
+    """Whether a fan-out may read every shard at once, each on a connection of its own
+    (a pool thread's): the rule both adapters follow. Not when a shard is SQLite (its
+    connections belong to the caller's thread, and a file gains nothing from threads),
+    and not when the caller's transaction holds work on a shard (what it wrote, or the
+    snapshot it read, is seen only through its own connection): then the shards are
+    read one after another on the caller's connections. ``vendors`` are the shards'
+    backend names (Django's ``connection.vendor``, SQLAlchemy's ``dialect.name``)."""
+    return not holds_shard_work and all(vendor != "sqlite" for vendor in vendors)
+
+
+def once_more_after_drop(
+    read: Callable[[], T],
+    dropped: Callable[[Exception], bool],
+    *,
+    cut: Callable[[], bool] | None = None,
+) -> T:
+    """``read()`` of one shard, and once more when it failed because its connection was
+    dropped (``dropped(error)``: a pooled connection the server closed while it sat idle,
+    a restart; it may also discard that connection). Never after the fan-out's deadline
+    cut the connection (``cut``, this module's ``timed_out`` unless given: the asyncio
+    pool's), never for an error of the query itself: the rule both adapters follow, for
+    reads only, so the retry repeats nothing."""
+    try:
+        return read()
+    except Exception as error:
+        if not dropped(error) or (cut or timed_out)():
+            raise
+        return read()
 
 
 def timed_out() -> bool:

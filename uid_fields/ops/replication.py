@@ -78,6 +78,7 @@ from .replication_parts import (
     Run,
     logical_refusal,
     pg_tables,
+    pooled_refusal,
 )
 
 __all__ = [
@@ -151,7 +152,9 @@ class LogicalMove:
         this move: a source without ``wal_level = logical``, without a free slot or WAL
         sender, older than PostgreSQL 15 (row filters); a target user that is not a
         superuser (PostgreSQL 15 creates subscriptions for superusers only)."""
-        reason = logical_refusal(self.tables)
+        reason = logical_refusal(self.tables) or next(
+            filter(None, (pooled_refusal(side) for side in (self.source, self.target))), None
+        )
         if reason:
             raise ReplicationUnavailable(reason)
         found = self.source.one(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import UidFieldsError
+from ..errors import ReplicationError, ReplicationUnavailable
 from ..placement import Placement
 from ..placement.predicates import logical_range_sql, logical_shard_sql
 from ..sql import replication as sql
@@ -33,18 +33,11 @@ __all__ = [
     "Run",
     "logical_refusal",
     "pg_tables",
+    "pooled_refusal",
 ]
 
 #: Runs one SQL statement in autocommit and returns its rows (none for a command).
 Run = Callable[[str], list[tuple[Any, ...]]]
-
-
-class ReplicationError(UidFieldsError, RuntimeError):
-    """The replication move could not go on (a comparison that differs, a timeout)."""
-
-
-class ReplicationUnavailable(UidFieldsError, ValueError):
-    """The databases cannot carry a move by replication; the message says the fix."""
 
 
 class Fence(Protocol):
@@ -61,12 +54,14 @@ class Fence(Protocol):
 class PgDatabase:
     """One side of the move: ``run`` executes one statement in autocommit and returns
     its rows (none for a command); ``conninfo`` is how the target's server reaches it
-    (only the source's is used)."""
+    (only the source's is used); ``port`` is the port the mover's connection was opened
+    to (None: a socket or unknown), compared with the server's own to see a pooler."""
 
     name: str
     run: Run
     conninfo: str = ""
     close: Callable[[], None] = lambda: None
+    port: int | None = None
 
     def one(self, statement: str) -> tuple[Any, ...] | None:
         rows = self.run(statement)
@@ -106,6 +101,29 @@ class PgTable:
         if found is None:
             raise ReplicationUnavailable(_no_predicate(self.label))
         return found
+
+
+def pooled_refusal(database: PgDatabase) -> str | None:
+    """Why ``database`` cannot take part in a move by replication because its connection
+    goes through a pooler or proxy (None: it reaches the server itself). Behind PgBouncer
+    in transaction mode the mover's session settings (replica identities, the fence's
+    triggers) are not its session's, and the server that accepts a subscription's
+    replication connection is the server itself, not the pooler. Seen as a server that
+    listens on another port than the one the connection was opened to."""
+    if database.port is None:
+        return None
+    found = database.one("SELECT inet_server_port()")
+    server_port = found[0] if found else None
+    if server_port is None or int(server_port) == int(database.port):
+        return None
+    return (
+        f"{database.name} is reached through a pooler or proxy (the connection goes to port "
+        f"{database.port}, the server listens on {server_port}): a move by logical "
+        "replication needs a direct connection to each server, for its session settings "
+        "and for the subscription's replication connection; point the move at the "
+        "servers themselves (a database entry or engine without the pooler), or move "
+        "with --method portable"
+    )
 
 
 def _no_predicate(label: str) -> str:

@@ -13,7 +13,6 @@ take, and how new rows pick their logical shard, is decided in ``uid_fields.plac
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -21,6 +20,7 @@ from .._internal.hashing import mix64
 from .._internal.validate import integer, shown
 from ..ids import uniqid
 from ..ids.layouts import DecimalLayout, SnowflakeLayout, coerce_id
+from ..ids.locality import coerce_uuid
 
 __all__ = [
     "MAX_LOGICAL_SHARDS",
@@ -108,14 +108,8 @@ class ByLocalityBlock:
         self.logical_shards = integer("logical_shards", logical_shards, 1, 1 << 32)
 
     def logical_shard(self, value: Any) -> int:
-        if isinstance(value, str):
-            try:
-                value = uuid.UUID(value)
-            except ValueError:
-                raise ValueError(f"{value!r} is not a UUID") from None
-        if not isinstance(value, uuid.UUID):
-            raise TypeError(f"expected a UUID, got {type(value).__name__}")
-        return ((value.int >> 96) * self.logical_shards) >> 32
+        """The logical shard of a UUID id, read under the core's rule (``coerce_uuid``)."""
+        return ((coerce_uuid(value).int >> 96) * self.logical_shards) >> 32
 
     def __repr__(self) -> str:
         return f"ByLocalityBlock({self.logical_shards})"

@@ -11,9 +11,57 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Hashable, Iterable
 
-__all__ = ["text_rank_param", "text_rank_sql"]
+__all__ = [
+    "COLUMN_COLLATION_VENDORS",
+    "forget_column_collations",
+    "ranking_collation",
+    "ranks_by_code_point",
+    "text_rank_param",
+    "text_rank_sql",
+]
+
+#: The backends whose string literals take the connection's collation, not the column's,
+#: so a merge reads the column's own from ``information_schema``: Django names MariaDB's
+#: backend ``"mysql"``, SQLAlchemy's dialect is ``"mysql"`` or ``"mariadb"``.
+COLUMN_COLLATION_VENDORS = frozenset({"mysql", "mariadb"})
+
+_column_collations: dict[Hashable, str | None] = {}
+_column_collations_lock = threading.Lock()
+
+
+def ranking_collation(
+    vendor: str, declared: str | None, column: Hashable, read: Callable[[], str | None]
+) -> str | None:
+    """The collation a fan-out ranks a text key's strings under, for both adapters: the
+    one the column declares; else, on MySQL and MariaDB (``COLUMN_COLLATION_VENDORS``),
+    the column's own, ``read()`` from ``information_schema`` once per ``column`` (a key
+    naming the database, table and column) per process; else None, the literal's
+    default, which on PostgreSQL and SQLite is the column's."""
+    if declared or vendor not in COLUMN_COLLATION_VENDORS:
+        return declared or None
+    with _column_collations_lock:
+        if column in _column_collations:
+            return _column_collations[column]
+    found = read()
+    with _column_collations_lock:
+        _column_collations[column] = found
+    return found
+
+
+def ranks_by_code_point(vendor: str, collation: str | None) -> bool:
+    """Whether text keys merge by code point, as Python compares them, with no query:
+    SQLite's default BINARY collation does so."""
+    return vendor == "sqlite" and not collation
+
+
+def forget_column_collations() -> None:
+    """Read each column's collation again (after a migration changed one; for tests)."""
+    with _column_collations_lock:
+        _column_collations.clear()
+
 
 _COLLATION = re.compile(r"^[A-Za-z0-9_.@-]+$")
 

@@ -1,15 +1,38 @@
 """Instagram-style ``next_id()`` for PostgreSQL, without Instagram's duplicates.
 
 Instagram's function takes ``nextval(...) % 1024`` as the sequence: above 1024 inserts
-per ms on one shard the 10 bits wrap and repeat. Here the sequence object holds the
-last issued ``unit << sequence_bits | sequence`` and each call issues
-``GREATEST(last + 1, now_unit << sequence_bits)`` under a session-level advisory lock
-that is held only for the few statements of the call (not the transaction). A full
-millisecond carries into the next one (the ids run ahead of the clock during the
-burst, as Sonyflake's and CockroachDB's do), a clock that goes back cannot repeat an
-id, and a rolled-back transaction cannot un-issue one, since sequences are not
-transactional. ``CREATE SEQUENCE IF NOT EXISTS`` keeps that state when the migration
-runs again.
+per ms on one shard the 10 bits wrap and repeat. Here ids are ``unit << sequence_bits |
+sequence`` values that only grow: each is ``GREATEST(last + 1, now_unit <<
+sequence_bits)``. A full millisecond carries into the next one (the ids run ahead of the
+clock during the burst, as Sonyflake's and CockroachDB's do), a clock that goes back
+cannot repeat an id, and a rolled-back transaction cannot un-issue one, since sequences
+are not transactional. ``CREATE SEQUENCE IF NOT EXISTS`` keeps that state when the
+migration runs again.
+
+The PL/pgSQL function keeps three small unlogged sequences beside the durable state
+``name_state`` (an upper bound of every id issued, the sequence both languages share):
+``name_issued`` (nextval gives the next value), ``name_block`` (the end of the block the
+values may be issued from: the rest of one time unit) and ``name_reserved`` (what this
+function last wrote to the state). The common call reads the block's end, then takes
+``nextval``: issued when it is inside the block and not behind the clock. No lock, no
+subtransaction, no WAL (an unlogged sequence writes none, so the transaction gets no
+xid and its commit waits for no flush). Otherwise (the clock passed the block, the
+block is full) the call takes a session-level advisory lock (held for the few
+statements of the slow path, not the transaction), and under it starts a new block at
+``GREATEST(floor + 1, now_unit << sequence_bits)``, where ``floor`` is the old block's
+end, and also the state when ``name_reserved`` differs from it (the C function, a reset
+or a crash moved or emptied something). It sets ``name_issued`` before ``name_block``;
+the state, WAL-logged, is moved ``RESERVE_MS`` ahead first whenever the block would end
+past it (once in about half a second).
+
+Why no id is issued twice: every new block starts above the end of the one before, and
+a call reads the block's end *before* its ``nextval``. A value taken before a new block's
+``setval`` is at most the old block's end when it is issued, so below the new block; a
+value taken after it belongs to the new block; and a call that read the new end took its
+value after ``name_issued`` was set. Concurrent sessions never repeat an id, and a crash
+(which empties the unlogged sequences) resumes above the state, which bounds every
+issued id (its WAL record comes before any id of the block, so a committed row's commit
+flushes it).
 
 Two implementations (``language``) behind one inlined SQL ``name(shard)``: the PL/pgSQL
 ``name_plpgsql`` above (nothing to install on the server), and the C
@@ -46,11 +69,21 @@ from .._internal import validate as check
 from ..ids.layouts import SnowflakeLayout
 from .pg_extension import EXTENSION, check_statement, extension_problem, grant_statement
 
-__all__ = ["C_LIBRARY", "DEFAULT_MAX_AHEAD_MS", "LANGUAGES", "NextIdFunction", "StateCheck"]
+__all__ = [
+    "C_LIBRARY",
+    "DEFAULT_MAX_AHEAD_MS",
+    "LANGUAGES",
+    "RESERVE_MS",
+    "NextIdFunction",
+    "StateCheck",
+]
 
 #: How far ahead of the last issued id and of the statement's start a clock reading may
 #: be before ``next_id`` refuses it: one hour.
 DEFAULT_MAX_AHEAD_MS = 3_600_000
+#: How far ahead of the issued ids the PL/pgSQL function moves its durable state at a time
+#: (the C function's reserve too): one WAL-logged write in about half a second.
+RESERVE_MS = 500
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 # First key of the two-int advisory lock form, so the lock never meets an application's
@@ -145,7 +178,32 @@ class NextIdFunction:
 
     @property
     def sequence(self) -> str:
+        """The durable state: an upper bound of every id either language issued."""
         return f"{self.name}_state"
+
+    @property
+    def sequences(self) -> tuple[str, ...]:
+        """Every sequence the installed function uses (``check-db`` looks for each)."""
+        if self.language == "c":
+            return (self.sequence,)
+        return (self.sequence, self.issued, self.block, self.reserved)
+
+    @property
+    def issued(self) -> str:
+        """The PL/pgSQL function's last issued value (unlogged: emptied by a crash)."""
+        return f"{self.name}_issued"
+
+    @property
+    def block(self) -> str:
+        """The end of the block the PL/pgSQL function issues from without its lock
+        (unlogged)."""
+        return f"{self.name}_block"
+
+    @property
+    def reserved(self) -> str:
+        """What the PL/pgSQL function last wrote to ``sequence`` (unlogged): while the two
+        agree, nothing else moved the state."""
+        return f"{self.name}_reserved"
 
     @property
     def clock(self) -> str:
@@ -233,30 +291,47 @@ class NextIdFunction:
         return layout.node_bits(node), layout.field_shift(self.shard_field), shard_max
 
     def plpgsql_body(self, schema: str = SCHEMA) -> str:
-        """The body of ``name_plpgsql(shard integer)``."""
+        """The body of ``name_plpgsql(shard integer)``.
+
+        The common case is one ``nextval`` of the unlogged ``name_issued`` inside the
+        block ``name_block`` announces (the rest of one time unit): no lock, no
+        subtransaction, no WAL. The advisory lock is taken only when the clock passed
+        the block or the block is full; then a new block starts above everything
+        issued, and the durable state is moved (``RESERVE_MS`` ahead) only when the
+        block reaches past it. Why no id is issued twice is in the module doc.
+        """
         layout = self.layout
         node_bits, shard_shift, shard_max = self._bits()
         seq_bits = layout.sequence_bits
         sequence, clock = f"{schema}.{self.sequence}", f"{schema}.{self.clock}"
+        issued_seq, block_seq = f"{schema}.{self.issued}", f"{schema}.{self.block}"
+        reserved_seq = f"{schema}.{self.reserved}"
+        lock = f"{_LOCK_CLASS}, '{sequence}'::regclass::oid::integer"
+        reserve = max(RESERVE_MS // layout.time_unit_ms, 1) << seq_bits
+        last_value = ((layout.max_unit + 1) << seq_bits) - 1
         ahead = ""
         if self.max_ahead_ms is not None:
             units = -(-self.max_ahead_ms // layout.time_unit_ms)
             ahead = f"""
-        IF now_unit - (last_issued >> {seq_bits}) > {units}
-           AND now_ms - (extract(epoch FROM statement_timestamp()) * 1000)::bigint
-               > {self.max_ahead_ms} THEN
-            -- one wild reading must not stamp every later id ahead of real time
-            RAISE EXCEPTION 'uid_fields: clock reading % is more than {self.max_ahead_ms} ms '
-                'ahead of the last issued id and of the statement''s start; refused '
-                '(max_ahead_ms)', to_timestamp(now_ms / 1000.0)
-                USING ERRCODE = 'datetime_field_overflow';
-        END IF;"""
+                IF now_unit - (floor_value >> {seq_bits}) > {units}
+                   AND now_ms - (extract(epoch FROM statement_timestamp()) * 1000)::bigint
+                       > {self.max_ahead_ms} THEN
+                    -- one wild reading must not stamp every later id ahead of real time
+                    RAISE EXCEPTION 'uid_fields: clock reading % is more than '
+                        '{self.max_ahead_ms} ms ahead of the last issued id and of the '
+                        'statement''s start; refused (max_ahead_ms)',
+                        to_timestamp(now_ms / 1000.0)
+                        USING ERRCODE = 'datetime_field_overflow';
+                END IF;"""
         return f"""
 DECLARE
     now_ms bigint;
     now_unit bigint;
-    last_issued bigint;
+    block_end bigint;
     issued bigint;
+    durable bigint;
+    reserved bigint;
+    floor_value bigint;
 BEGIN
     IF shard < 0 OR shard > {shard_max} THEN
         RAISE EXCEPTION 'shard % is out of range 0..{shard_max}', shard
@@ -264,22 +339,50 @@ BEGIN
     END IF;
     now_ms := {clock}();
     now_unit := (now_ms - {layout.epoch_ms}) / {layout.time_unit_ms};
-    PERFORM pg_advisory_lock({_LOCK_CLASS}, '{sequence}'::regclass::oid::integer);
-    BEGIN
-        SELECT last_value INTO last_issued FROM {sequence};
-        issued := GREATEST(last_issued + 1, now_unit << {seq_bits});{ahead}
-        IF (issued >> {seq_bits}) > {layout.max_unit} THEN
-            -- checked before the state is written: setval is not transactional, and a
-            -- stored unit past the end would refuse every later call
-            RAISE EXCEPTION 'uid_fields: layout exhausted at {layout.exhausted_at.isoformat()}'
-                USING ERRCODE = 'numeric_value_out_of_range';
-        END IF;
-        PERFORM setval('{sequence}', issued, true);
-    EXCEPTION WHEN OTHERS OR query_canceled THEN
-        PERFORM pg_advisory_unlock({_LOCK_CLASS}, '{sequence}'::regclass::oid::integer);
-        RAISE;
-    END;
-    PERFORM pg_advisory_unlock({_LOCK_CLASS}, '{sequence}'::regclass::oid::integer);
+    -- the block is read before the value: a value taken after a new block began is
+    -- above the old block's end, so it is never issued against the old one
+    block_end := pg_sequence_last_value('{block_seq}'::regclass);
+    issued := nextval('{issued_seq}'::regclass);
+    IF block_end IS NULL OR issued > block_end OR issued < (now_unit << {seq_bits}) THEN
+        PERFORM pg_advisory_lock({lock});
+        BEGIN
+            -- another session may have started the block this call needs
+            block_end := pg_sequence_last_value('{block_seq}'::regclass);
+            issued := nextval('{issued_seq}'::regclass);
+            IF block_end IS NULL OR issued > block_end
+               OR issued < (now_unit << {seq_bits}) THEN
+                SELECT last_value INTO durable FROM {sequence};
+                reserved := pg_sequence_last_value('{reserved_seq}'::regclass);
+                -- above every id issued: the last block's end, and the state when this
+                -- function did not write it last (the C function, a reset, a crash
+                -- that emptied the unlogged sequences)
+                floor_value := GREATEST(coalesce(block_end, -1),
+                    CASE WHEN reserved IS DISTINCT FROM durable THEN durable ELSE -1 END);
+                issued := GREATEST(floor_value + 1, now_unit << {seq_bits});{ahead}
+                IF (issued >> {seq_bits}) > {layout.max_unit} THEN
+                    -- checked before the state is written: setval is not transactional,
+                    -- and a stored unit past the end would refuse every later call
+                    RAISE EXCEPTION 'uid_fields: layout exhausted at '
+                        '{layout.exhausted_at.isoformat()}'
+                        USING ERRCODE = 'numeric_value_out_of_range';
+                END IF;
+                block_end := (((issued >> {seq_bits}) + 1) << {seq_bits}) - 1;
+                IF reserved IS DISTINCT FROM durable OR block_end > durable THEN
+                    -- durable (WAL-logged) before any id of the block leaves
+                    reserved := LEAST(block_end + {reserve}, {last_value});
+                    PERFORM setval('{sequence}', reserved, true);
+                    PERFORM setval('{reserved_seq}', reserved, true);
+                END IF;
+                -- the values first, then the block that lets them be issued
+                PERFORM setval('{issued_seq}', issued, true);
+                PERFORM setval('{block_seq}', block_end, true);
+            END IF;
+        EXCEPTION WHEN OTHERS OR query_canceled THEN
+            PERFORM pg_advisory_unlock({lock});
+            RAISE;
+        END;
+        PERFORM pg_advisory_unlock({lock});
+    END IF;
     RETURN ((issued >> {seq_bits}) << {layout.time_shift})
          | (shard::bigint << {shard_shift})
          | {node_bits}
@@ -342,6 +445,7 @@ END
         return [
             *check,
             f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} AS bigint MINVALUE 0 START 0",
+            *([] if self.language == "c" else [self._helpers_statement()]),
             f"CREATE OR REPLACE FUNCTION {self.clock}() RETURNS bigint LANGUAGE sql VOLATILE "
             f"AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$",
             *implementation,
@@ -349,6 +453,36 @@ END
             wrapper,
             *reload,
         ]
+
+    def _helpers_statement(self) -> str:
+        """Create the PL/pgSQL function's unlogged sequences, if missing.
+
+        Unlogged: their writes make no WAL and give the calling transaction no xid (so
+        its commit waits for no flush), and a crash empties them, after which the
+        function starts again above the durable state. Logged where the server has no
+        unlogged sequences (before PostgreSQL 15): slower, as correct.
+        """
+        helpers = (self.issued, self.block, self.reserved)
+        create = " ".join(
+            f"EXECUTE 'CREATE ' || kind || 'SEQUENCE IF NOT EXISTS {name} AS bigint "
+            "MINVALUE -1 START -1';"
+            for name in helpers
+        )
+        # Whoever was granted the state sequence (the application's role, where another
+        # one installs) calls the function: it gets the same rights on these.
+        grant = (
+            "FOR granted IN SELECT a.privilege_type AS privilege, CASE a.grantee WHEN 0 "
+            "THEN 'PUBLIC' ELSE a.grantee::regrole::text END AS grantee "
+            "FROM pg_class c, aclexplode(c.relacl) a "
+            f"WHERE c.oid = '{self.sequence}'::regclass AND a.grantee <> c.relowner LOOP "
+            f"EXECUTE format('GRANT %s ON SEQUENCE {', '.join(helpers)} TO %s', "
+            "granted.privilege, granted.grantee); END LOOP;"
+        )
+        return (
+            "DO $uid_install$ DECLARE granted record; kind text := CASE WHEN "
+            "current_setting('server_version_num')::int >= 150000 THEN 'UNLOGGED ' "
+            f"ELSE '' END; BEGIN {create} {grant} END $uid_install$"
+        )
 
     def drop_statements(self) -> list[str]:
         return [
@@ -361,6 +495,9 @@ END
             f"DROP FUNCTION IF EXISTS {self.name}_c_last(regclass)",
             f"DROP FUNCTION IF EXISTS {self.clock}()",
             f"DROP SEQUENCE IF EXISTS {self.sequence}",
+            f"DROP SEQUENCE IF EXISTS {self.issued}",
+            f"DROP SEQUENCE IF EXISTS {self.block}",
+            f"DROP SEQUENCE IF EXISTS {self.reserved}",
         ]
 
     def server_problem(self, cursor: Any) -> str | None:
@@ -383,8 +520,17 @@ END
         # The C function's sequence holds a ceiling up to half a second ahead of what it
         # issued: the last issued value is in the server's memory.
         last = f"{EXTENSION}.last_issued('{self.sequence}'), " if self.language == "c" else ""
-        cursor.execute(f"SELECT coalesce({last}last_value) FROM {self.sequence}")
-        last_issued = int(cursor.fetchone()[0])
+        # The PL/pgSQL function's sequence runs up to RESERVE_MS ahead too: while it
+        # holds what that function wrote, the last issued id is in the current block.
+        cursor.execute(
+            f"SELECT coalesce({last}last_value), "
+            f"pg_sequence_last_value(to_regclass('{self.block}')), "
+            f"pg_sequence_last_value(to_regclass('{self.reserved}')) FROM {self.sequence}"
+        )
+        durable, block, reserved = cursor.fetchone()
+        last_issued = int(durable)
+        if self.language != "c" and block is not None:
+            last_issued = int(block) if reserved == durable else max(last_issued, int(block))
         cursor.execute("SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
         now_unit = (int(cursor.fetchone()[0]) - layout.epoch_ms) // layout.time_unit_ms
         stored = 0
@@ -428,7 +574,15 @@ END
         try:
             # To the end of the current unit, not its start: an id of this unit may
             # already be stored (only later ones make the reset unsafe).
-            cursor.execute(reset, (((state.now_unit + 1) << state.sequence_bits) - 1,))
+            value = ((state.now_unit + 1) << state.sequence_bits) - 1
+            cursor.execute(reset, (value,))
+            # The PL/pgSQL function's block ends there too, and what it reserved is
+            # forgotten, so its next call starts above the state that was set.
+            cursor.execute(
+                "SELECT setval(to_regclass(%s), %s, true), setval(to_regclass(%s), -1, false) "
+                "WHERE to_regclass(%s) IS NOT NULL",
+                (self.block, value, self.reserved, self.reserved),
+            )
         finally:
             cursor.execute(f"SELECT pg_advisory_unlock({lock})")
         return self.check_state(cursor, tables)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine, Result
 from sqlalchemy.exc import DBAPIError
 
 from .._internal import dbapi
-from ..ops import async_parallel
+from ..ops import async_parallel, parallel
 from .compat import await_only, greenlet_spawn
 
 __all__ = ["on_event_loop", "read_on_loop", "read_shards"]
@@ -64,18 +64,20 @@ async def read_shards(
     )
 
 
+def dropped(error: Exception) -> bool:
+    """Whether a shard's read failed because its pooled connection was dropped (the
+    server closed it while it sat idle): SQLAlchemy has invalidated it then."""
+    return isinstance(error, DBAPIError) and bool(error.connection_invalidated)
+
+
 def _read_once_more(
     engine: Engine, statement: Any, params: Mapping[str, Any] | None, options: dict[str, Any]
 ) -> Result[Any]:
-    try:
-        return _read(engine, statement, params, options)
-    except DBAPIError as error:
-        # A pooled connection the server dropped while it sat idle (a restart): once
-        # more on a fresh one. Never after the deadline cut it, never for an error of
-        # the query itself.
-        if not error.connection_invalidated or async_parallel.timed_out():
-            raise
-        return _read(engine, statement, params, options)
+    return parallel.once_more_after_drop(
+        lambda: _read(engine, statement, params, options),
+        dropped,
+        cut=async_parallel.timed_out,
+    )
 
 
 def _read(

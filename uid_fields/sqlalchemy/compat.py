@@ -11,7 +11,15 @@ drivers await; ``await_only`` waits for a coroutine from inside it; 2.1 also nam
 hooks that run for every object built). A legacy ``Query``'s ``get()`` arguments
 (``legacy_get_arguments``) are read from its underscore attributes, as ``Query._get_impl``
 reads them, and ``SHARD_ID_OPTION`` is the execution option ``ShardedQuery.set_shard()``
-sets.
+sets. ``ShardedSession``'s own chooser (``choose_shard_and_assign``), whether a session is
+flushing (``is_flushing``) and an element without its ORM annotations (``deannotated``)
+are reached here too.
+
+The names are listed by the class that has them (``PRIVATE_SELECT_API`` ...;
+``PRIVATE_API`` is all of them) and the test checks each exists; it also reads the
+adapter's source and fails on a private SQLAlchemy name reached outside this module.
+``Row._mapping`` (``DOCUMENTED_UNDERSCORE_API``) is public API: SQLAlchemy documents it
+and names it so to stay clear of column names.
 """
 
 from __future__ import annotations
@@ -33,10 +41,11 @@ from sqlalchemy.orm import (
 )
 from sqlalchemy.orm.attributes import instance_state, set_committed_value
 from sqlalchemy.sql.elements import _label_reference, _textual_label_reference
-from sqlalchemy.sql.schema import Column
 from sqlalchemy.util import await_only, greenlet_spawn
 
 __all__ = [
+    "DOCUMENTED_UNDERSCORE_API",
+    "PRIVATE_API",
     "SHARD_ID_OPTION",
     "STATEMENT_EVENTS",
     "SelectParts",
@@ -55,7 +64,6 @@ __all__ = [
     "loaded_object",
     "object_result",
     "observed",
-    "plain_columns",
     "result_keys",
     "result_of",
     "rows_result",
@@ -65,6 +73,102 @@ __all__ = [
     "without_having",
     "without_loader_options",
 ]
+
+
+#: ``Select`` attributes the fan-out reads (its clauses) or calls (``_generate``, a copy).
+PRIVATE_SELECT_API = (
+    "_order_by_clauses",
+    "_group_by_clauses",
+    "_distinct",
+    "_distinct_on",
+    "_limit",
+    "_offset",
+    "_limit_clause",
+    "_offset_clause",
+    "_fetch_clause",
+    "_fetch_clause_options",
+    "_having_criteria",
+    "_for_update_arg",
+    "_independent_ctes",
+    "_prefixes",
+    "_correlate",
+    "_auto_correlate",
+    "_with_options",
+    "_generate",
+)
+
+#: Legacy ``Query`` attributes and methods ``legacy_get_arguments`` reads, as ``get()``.
+PRIVATE_QUERY_API = (
+    "_no_criterion_assertion",
+    "_only_full_mapper_zero",
+    "_with_options",
+    "_for_update_arg",
+    "_execution_options",
+)
+
+#: ``Query.load_options`` attributes.
+PRIVATE_LOAD_OPTIONS_API = ("_populate_existing",)
+
+#: A compiled SELECT's attributes (its result columns, its bind processors).
+PRIVATE_COMPILED_API = ("_result_columns", "_bind_processors")
+
+#: ``TypeEngine`` methods (a type's result processor, as the compiled result uses it).
+PRIVATE_TYPE_API = ("_cached_result_processor",)
+
+#: ``Result`` attributes a streamed or assembled result reads and sets.
+PRIVATE_RESULT_API = (
+    "_source_supports_scalars",
+    "_raw_row_iterator",
+    "_metadata",
+    "_attributes",
+)
+
+#: Result metadata methods (the metadata a frozen result keeps).
+PRIVATE_RESULT_METADATA_API = ("_for_freeze",)
+
+#: ``Session`` attributes (whether it is inside ``flush()``).
+PRIVATE_SESSION_API = ("_flushing",)
+
+#: ``ShardedSession`` methods the sharded session calls (its own shard chooser, which
+#: also sets the instance's identity token).
+PRIVATE_SHARDED_SESSION_API = ("_choose_shard_and_assign",)
+
+#: ``ClauseElement`` methods (a column without its ORM annotations).
+PRIVATE_ELEMENT_API = ("_deannotate",)
+
+#: Every private name on the lists above.
+PRIVATE_API = (
+    PRIVATE_SELECT_API
+    + PRIVATE_QUERY_API
+    + PRIVATE_LOAD_OPTIONS_API
+    + PRIVATE_COMPILED_API
+    + PRIVATE_TYPE_API
+    + PRIVATE_RESULT_API
+    + PRIVATE_RESULT_METADATA_API
+    + PRIVATE_SESSION_API
+    + PRIVATE_SHARDED_SESSION_API
+    + PRIVATE_ELEMENT_API
+)
+
+#: Underscore names SQLAlchemy documents as API (``Row._mapping``).
+DOCUMENTED_UNDERSCORE_API = ("_mapping",)
+
+
+def choose_shard_and_assign(session: Any, mapper: Any, instance: Any, **kw: Any) -> Any:
+    """The shard ``ShardedSession`` picks for ``instance`` (its ``shard_chooser``), set
+    as the instance's identity token, as the session does before a flush."""
+    return session._choose_shard_and_assign(mapper, instance, **kw)
+
+
+def is_flushing(session: Session) -> bool:
+    """Whether ``session`` is inside ``flush()``."""
+    return bool(getattr(session, "_flushing", False))
+
+
+def deannotated(element: Any) -> Any:
+    """``element`` without its ORM annotations (the same Table for every mention)."""
+    deannotate = getattr(element, "_deannotate", None)
+    return deannotate() if deannotate is not None else element
 
 
 @dataclass(frozen=True)
@@ -223,23 +327,6 @@ def into_session(session: Session, statement: Any, result: Result[Any]) -> Resul
         session, statement, result.freeze(), load=False
     )
     return merged()
-
-
-def plain_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any]]] | None:
-    """``(attribute, column)`` of every column attribute of ``mapper``, when each is one
-    plain, undeferred column of its table and the class inherits nothing: what a row of
-    ``select(Class)`` run as Core holds entirely. None otherwise."""
-    if mapper.inherits is not None or mapper.polymorphic_on is not None:
-        return None
-    pairs: list[tuple[str, Column[Any]]] = []
-    for prop in mapper.column_attrs:
-        column = prop.columns[0]
-        if not isinstance(column, Column) or column.table is not mapper.local_table:
-            return None
-        if len(prop.columns) != 1 or prop.deferred:
-            return None
-        pairs.append((prop.key, column))
-    return pairs
 
 
 def loaded_object(

@@ -49,6 +49,7 @@ from sqlalchemy.sql.selectable import (
 
 from ..ops import planner
 from .compat import (
+    deannotated,
     joined_relationships,
     label_reference,
     select_parts,
@@ -183,8 +184,7 @@ class _Scopes:
 
 def _plain(element: Any) -> Any:
     """An element without its ORM annotations (the same Table for every mention)."""
-    deannotate = getattr(element, "_deannotate", None)
-    return deannotate() if deannotate is not None else element
+    return deannotated(element)
 
 
 def _unwrap(element: Any) -> Any:

@@ -16,11 +16,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Select, String, inspect, text
 from sqlalchemy.engine import FrozenResult, Result, Row
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.orm.exc import UnmappedColumnError
 from sqlalchemy.sql import operators
@@ -33,14 +32,14 @@ from ..errors import FanOutTimeoutError, UnmergeableQueryError
 from ..ops import merge as merging
 from ..ops import parallel, planner, streams
 from ..ops.combine import combine, distinct_rows
-from ..sql.collation import MYSQL_COLUMN_COLLATION, text_rank_param, text_rank_sql
-from .async_fanout import on_event_loop, read_on_loop
-from .describe import AGGREGATES, describe, function_name, shard_select
-from .guard import guarded
-from .routing import Router
-
-if TYPE_CHECKING:
-    from .session import ShardedIdSession
+from ..sql.collation import (
+    MYSQL_COLUMN_COLLATION,
+    ranking_collation,
+    ranks_by_code_point,
+    text_rank_param,
+    text_rank_sql,
+)
+from .async_fanout import dropped, on_event_loop, read_on_loop
 from .compat import (
     compiled_select,
     frozen_rows,
@@ -51,7 +50,6 @@ from .compat import (
     loaded_object,
     object_result,
     observed,
-    plain_columns,
     result_keys,
     result_of,
     rows_result,
@@ -59,6 +57,10 @@ from .compat import (
     stream_rows,
     streamed_result,
 )
+from .describe import AGGREGATES, describe, function_name, shard_select
+from .guard import guarded
+from .routing import Router
+from .session_base import ShardedSessionBase
 
 __all__ = ["FanOutPlan", "UnmergeableQueryError", "fan_out", "plan_fan_out", "text_ranker"]
 
@@ -255,10 +257,6 @@ def _by_position(position: int, width: int) -> Callable[[Any], Any]:
     return get
 
 
-#: (shard, table, column) -> the column's collation on MySQL/MariaDB
-_collations: dict[tuple[str, str, str], str | None] = {}
-
-
 def text_ranker(
     plan: FanOutPlan, shard: str, dialect: str, run: Callable[[str, dict[str, Any]], list[Any]]
 ) -> merging.TextRanker:
@@ -267,16 +265,21 @@ def text_ranker(
 
     def rank(key: merging.SortKey, texts: list[str]) -> Mapping[str, int]:
         column = plan.column_of(key)
-        collation = getattr(getattr(column, "type", None), "collation", None)
+        declared = getattr(getattr(column, "type", None), "collation", None)
         table = getattr(getattr(column, "table", None), "name", None)
-        if not collation and dialect in ("mysql", "mariadb") and table is not None:
-            cache = (shard, str(table), str(column.name))
-            if cache not in _collations:
+        if table is None:  # not a table's column (a label): the literal's collation
+            collation = declared or None
+        else:
+            name = str(column.name)
+
+            def read() -> str | None:
                 sql = MYSQL_COLUMN_COLLATION.replace("{p}", ":t", 1).replace("{p}", ":c", 1)
-                rows = run(sql, {"t": cache[1], "c": cache[2]})
-                _collations[cache] = rows[0][0] if rows else None
-            collation = _collations[cache]
-        if dialect == "sqlite" and not collation:
+                rows = run(sql, {"t": str(table), "c": name})
+                return rows[0][0] if rows else None
+
+            column_key = ("sqlalchemy", shard, str(table), name)
+            collation = ranking_collation(dialect, declared, column_key, read)
+        if ranks_by_code_point(dialect, collation):
             return merging.code_point_ranks(texts)  # BINARY compares code points, as Python
 
         def ask(values: list[str]) -> Mapping[str, int]:
@@ -289,7 +292,7 @@ def text_ranker(
 
 
 def fan_out(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     statement: Any,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
@@ -327,18 +330,10 @@ def fan_out(
             # Objects carry their shard in their identity key, as the session's would.
             shard_options = {**options, "identity_token": shard} if objects else options
 
-            def run() -> Result[Any]:
-                try:
-                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
-                except DBAPIError as error:
-                    # A pooled connection the server dropped while it sat idle (a restart):
-                    # once more on a fresh one. Never after the deadline cut it, never
-                    # for an error of the query itself.
-                    if not error.connection_invalidated or parallel.timed_out():
-                        raise
-                    return _read(engines[shard], plan.per_shard, params, shard_options, objects)
+            def read() -> Result[Any]:
+                return _read(engines[shard], plan.per_shard, params, shard_options, objects)
 
-            return run
+            return lambda: parallel.once_more_after_drop(read, dropped)
 
         results = parallel.run_per_shard(
             [on(shard) for shard in shards],
@@ -355,7 +350,7 @@ def fan_out(
 
 
 def _through_session(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     plan: FanOutPlan,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
@@ -376,8 +371,25 @@ def _through_session(
     return _merged(session, plan, results, shards)
 
 
+def plain_columns(mapper: Mapper[Any]) -> list[tuple[str, Column[Any]]] | None:
+    """``(attribute, column)`` of every column attribute of ``mapper``, when each is one
+    plain, undeferred column of its table and the class inherits nothing: what a row of
+    ``select(Class)`` run as Core holds entirely. None otherwise."""
+    if mapper.inherits is not None or mapper.polymorphic_on is not None:
+        return None
+    pairs: list[tuple[str, Column[Any]]] = []
+    for prop in mapper.column_attrs:
+        column = prop.columns[0]
+        if not isinstance(column, Column) or column.table is not mapper.local_table:
+            return None
+        if len(prop.columns) != 1 or prop.deferred:
+            return None
+        pairs.append((prop.key, column))
+    return pairs
+
+
 def _kept_rows(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     plan: FanOutPlan,
     shards: list[str],
     engines: Mapping[str, Any],
@@ -400,12 +412,9 @@ def _kept_rows(
 
     def on(shard: str) -> Callable[[], tuple[list[str], list[tuple[str, tuple[Any, ...]]]]]:
         def run() -> tuple[list[str], list[tuple[str, tuple[Any, ...]]]]:
-            try:
-                result = _read(engines[shard], plan.per_shard, params, {})
-            except DBAPIError as error:  # as in fan_out: once more after an idle drop
-                if not error.connection_invalidated or parallel.timed_out():
-                    raise
-                result = _read(engines[shard], plan.per_shard, params, {})
+            result = parallel.once_more_after_drop(
+                lambda: _read(engines[shard], plan.per_shard, params, {}), dropped
+            )
             return list(result.keys()), [(shard, tuple(row)) for row in result]
 
         return run
@@ -514,7 +523,7 @@ def _at(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
 
 
 def _merged(
-    session: ShardedIdSession, plan: FanOutPlan, results: list[Result[Any]], shards: list[str]
+    session: ShardedSessionBase, plan: FanOutPlan, results: list[Result[Any]], shards: list[str]
 ) -> Result[Any]:
     dialects = [session.get_bind(shard_id=s).dialect.name for s in shards]
 
@@ -534,7 +543,7 @@ def _streams(statement: Any, options: Mapping[str, Any]) -> bool:
 
 
 def _stream(
-    session: ShardedIdSession,
+    session: ShardedSessionBase,
     plan: FanOutPlan,
     params: Mapping[str, Any] | None,
     options: dict[str, Any],
@@ -633,7 +642,7 @@ def _selects_objects(statement: Any) -> bool:
     return any(d.get("expr") is d.get("type") and d.get("entity") for d in descriptions)
 
 
-def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
+def _in_parallel(session: ShardedSessionBase, statement: Any) -> bool:
     """Whether a fan-out may run on connections of its own, one per shard at once.
 
     Only server databases (not SQLite). Only for a session with no ``do_orm_execute``
@@ -651,6 +660,7 @@ def _in_parallel(session: ShardedIdSession, statement: Any) -> bool:
         # The session's own hooks (``with_loader_criteria`` filters, a soft-delete rule)
         # run only for statements it executes itself: the per-shard reads stay its own.
         return False
-    if any(e.dialect.name == "sqlite" for e in session.shard_engines().values()):
+    vendors = [e.dialect.name for e in session.shard_engines().values()]
+    if not parallel.may_run_at_once(vendors, holds_shard_work=False):  # held: above
         return False
     return not (_selects_objects(statement) and has_options(statement))

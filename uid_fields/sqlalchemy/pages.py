@@ -18,7 +18,6 @@ sent, and a web application answers 400 for it (``ShardedSQLAlchemy`` does, with
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Hashable
 from typing import Any
 
@@ -27,12 +26,12 @@ from sqlalchemy.engine import Row
 
 from ..errors import MalformedCursorError
 from ..ids.public import PublicIds
+from ..ops import pages
 from ..ops.pages import (
     DeepOffsetWarning,
     Keyset,
     KeysetPage,
     cursor_key,
-    deep_offset_message,
     integer_key,
     token_key,
 )
@@ -199,6 +198,4 @@ def warn_deep_offset(statement: Any, threshold: int | None, shards: int) -> None
     tables = sorted(str(getattr(f, "name", f)) for f in statement.get_final_froms())
     shape: Hashable = ("sqlalchemy", tuple(tables))
     what = ", ".join(tables) or "a statement"
-    message = deep_offset_message(offset, threshold, shape, what, shards)
-    if message is not None:
-        warnings.warn(message, DeepOffsetWarning, stacklevel=3)
+    pages.warn_deep_offset(offset, threshold, shape, what, shards, stacklevel=3)

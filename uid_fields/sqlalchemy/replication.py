@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from .._internal import dbapi
 from ..ops.replication import Fence, LogicalMove, PgDatabase, logical_refusal, pg_tables
 from ..sql.replication import conninfo, move_name
 from .moves import shard_move
@@ -44,7 +45,7 @@ def pg_database(name: str, engine: Engine) -> PgDatabase:
     info = conninfo(
         host=url.host, port=url.port, dbname=url.database, user=url.username, password=url.password
     )
-    return PgDatabase(name, run, info, driver.close)
+    return PgDatabase(name, run, info, driver.close, port=dbapi.tcp_port(driver))
 
 
 def logical_shard_move(

@@ -37,7 +37,7 @@ from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import id_for_new_object
 from ..placement.shards import ShardMap
-from .compat import OWN_HOOK, is_plain_select
+from .compat import OWN_HOOK, is_flushing, is_plain_select
 from .fields import FieldConfig
 from .guard import check_writes
 from .listeners import made_for, set_made_id
@@ -302,13 +302,13 @@ class ShardedIdSession(ShardedReadsMixin, ShardedWritesMixin):
         shards = self.router.statement_shards(clause, {})
         if shards is not None and len(shards) == 1:
             return next(iter(shards))
-        if getattr(self, "_flushing", False) and len(self._flush_shards) == 1:
+        if is_flushing(self) and len(self._flush_shards) == 1:
             # many-to-many rows: SQLAlchemy names no object, but the flush has one shard
             return next(iter(self._flush_shards))
         if self.router.default_shard is not None:
             return self.router.default_shard
         name = mapper.class_.__name__ if isinstance(mapper, Mapper) else "a statement"
-        if getattr(self, "_flushing", False):
+        if is_flushing(self):
             raise ShardRoutingError(
                 f"cannot route rows of {name} without an object (many-to-many association "
                 f"rows): this flush spans shards {sorted(self._flush_shards)}; flush the "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import Select, inspect, select
 from sqlalchemy.engine import Result
 from sqlalchemy.exc import LegacyAPIWarning, MultipleResultsFound, NoInspectionAvailable
-from sqlalchemy.ext.horizontal_shard import ShardedQuery, ShardedSession
+from sqlalchemy.ext.horizontal_shard import ShardedQuery
 from sqlalchemy.orm import Mapper, ORMExecuteState, Session
 
 from .compat import SHARD_ID_OPTION, legacy_get_arguments
@@ -26,7 +26,8 @@ from .describe import AGGREGATES, function_name
 from .fanout import fan_out, needs_combining
 from .fields import field_config
 from .pages import warn_deep_offset
-from .routing import Router, TableRoute
+from .routing import TableRoute
+from .session_base import ShardedSessionBase
 
 __all__ = ["FAN_OUT", "ShardedIdQuery", "ShardedReadsMixin", "selects_aggregates"]
 
@@ -62,15 +63,12 @@ class ShardedIdQuery(ShardedQuery[_O]):
         return super().get(ident)
 
 
-class ShardedReadsMixin(ShardedSession):
+class ShardedReadsMixin(ShardedSessionBase):
     """How ``ShardedIdSession`` reads what routing alone does not answer (see the module)."""
 
     if TYPE_CHECKING:  # routing, defined by ShardedIdSession (session.py)
-        router: Router
         fan_out_offset_warning: int | None
 
-        @property
-        def shard_names(self) -> list[str]: ...
         def shard_of(self, instance: Any) -> str: ...
         def _route_of(self, mapper: Mapper[Any]) -> TableRoute | None: ...
 

@@ -27,6 +27,7 @@ from sqlalchemy.orm.state import InstanceState
 from ..errors import ShardRoutingError, WrongShardError
 from ..ops.replicas import Pins
 from ..placement import check_id_change, check_key_change, off_shard_writes_allowed
+from .compat import choose_shard_and_assign
 from .fields import FieldConfig
 from .guard import keys_checked
 from .routing import Router, TableRoute
@@ -89,7 +90,7 @@ class ShardedWritesMixin(ShardedSession):
         opens the SAVEPOINT on the shard's connection the first time it is used.
         """
         if shard_id is None:
-            shard_id = self._choose_shard_and_assign(mapper, instance)
+            shard_id = choose_shard_and_assign(self, mapper, instance)
         trans = self.get_nested_transaction() or self.get_transaction()
         if trans is not None:
             # Asked once per row by the flush: the connection of a (transaction, shard)

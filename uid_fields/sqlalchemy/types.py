@@ -153,17 +153,9 @@ class LocalityUUIDType(_CacheOkSubclasses, TypeDecorator[uuid.UUID]):
         return None if value is None else self.coerce(value)
 
     def coerce(self, value: object) -> uuid.UUID:
-        """``value`` as a stdlib ``uuid.UUID``; ValueError/TypeError if it is none."""
-        if type(value) is uuid.UUID:
-            return value
-        if isinstance(value, uuid.UUID):
-            return uuid.UUID(int=value.int)
-        if isinstance(value, str):
-            try:
-                return uuid.UUID(value.strip())
-            except ValueError:
-                raise ValueError(f"{value!r} is not a UUID") from None
-        raise TypeError(f"expected a uuid.UUID or its string, got {type(value).__name__}")
+        """``value`` as a stdlib ``uuid.UUID`` under the core's rule (``coerce_uuid``);
+        ValueError/TypeError if it is none."""
+        return locality.coerce_uuid(value)
 
     def process_result_value(self, value: Any, dialect: Dialect) -> uuid.UUID | None:
         if value is None or type(value) is uuid.UUID:

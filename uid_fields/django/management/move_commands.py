@@ -12,8 +12,8 @@ from django.db import DatabaseError
 
 from ...ops.move_recovery import early_deploy
 from ...ops.replication import ReplicationError
-from ..moves import shard_move
-from ..replication import logical_refusal_of, logical_shard_move
+from ..ops.moves import shard_move
+from ..ops.replication import logical_refusal_of, logical_shard_move
 
 __all__ = ["MoveShardsCommands"]
 

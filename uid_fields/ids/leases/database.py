@@ -170,7 +170,10 @@ def _connect_url(url: str) -> Callable[[], Any]:
             except ModuleNotFoundError as exc:
                 raise missing("psycopg", exc) from exc
 
-            return psycopg.connect(url, connect_timeout=5)
+            # No prepared statements: behind a pooler in transaction mode (PgBouncer)
+            # a statement prepared on one server connection is missing on the next, or
+            # names another client's (psycopg prepares a query run five times).
+            return psycopg.connect(url, connect_timeout=5, prepare_threshold=None)
 
         return connect_pg
     if parts.scheme in ("mysql", "mariadb"):

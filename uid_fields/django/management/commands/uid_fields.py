@@ -24,15 +24,16 @@ from django.db import connections
 
 from ...._internal.commandline import BROKEN_PIPE_STATUS, STDIN, ids_of, output_failure
 from ....sql import installs
-from ...audit import audit_model, audited_models
+from ...compat import wrapped_stream
 from ...conf import conf, get_generator
+from ...connections.replicas import replica_primaries
+from ...connections.twophase import resolve_prepared
 from ...fields import UidField
-from ...fixtures import dump, load
-from ...migration_state import Lag, applied_on_default, lag, migrate_each, migrated_databases
 from ...operations import next_id_function
-from ...replicas import replica_primaries
+from ...ops.audit import audit_model, audited_models
+from ...ops.fixtures import dump, load
+from ...ops.migration_state import Lag, applied_on_default, lag, migrate_each, migrated_databases
 from ...routing import sharded_pk
-from ...twophase import resolve_prepared
 from ..arguments import add_arguments
 from ..move_commands import MoveShardsCommands
 
@@ -83,7 +84,7 @@ class Command(MoveShardsCommands, BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         # The stream Django wrapped (sys.stdout, or call_command's stdout=); the stubs
         # type OutputWrapper's attributes through its __getattr__.
-        stream = cast(TextIO, self.stdout._out)
+        stream = cast(TextIO, wrapped_stream(self.stdout))
         self.stdout = _Output(stream, ending=self.stdout.ending)
         try:
             self._handle(**options)
@@ -297,9 +298,10 @@ class Command(MoveShardsCommands, BaseCommand):
             return f"not PostgreSQL ({connection.vendor})"
         expected = next_id_function(generator, shards, alias, function)
         with connection.cursor() as cursor:
-            cursor.execute("SELECT to_regclass(%s)", [expected.sequence])
-            if cursor.fetchone()[0] is None:
-                return f"missing sequence {expected.sequence}"
+            for sequence in expected.sequences:
+                cursor.execute("SELECT to_regclass(%s)", [sequence])
+                if cursor.fetchone()[0] is None:
+                    return f"missing sequence {sequence}"
             bodies, schemas = {}, {}
             for signature in (*expected.installed_bodies(), f"{expected.clock}()"):
                 cursor.execute(

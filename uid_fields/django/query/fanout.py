@@ -1,0 +1,687 @@
+"""Fan-out of a Django query: run it on every shard (at once where that is safe) and merge
+the rows by the core's merge rules (``uid_fields.ops.merge``): each backend's NULL order,
+explicit ``nulls_first``/``nulls_last``, descending and several keys, and text keys in the
+database's collation order.
+"""
+
+from __future__ import annotations
+
+import operator
+import threading
+import time
+from collections import namedtuple
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
+from django.db import DatabaseError, connections, models
+from django.db.models import F, OrderBy, Q
+
+from ..._internal import dbapi, pgmux
+from ...errors import FanOutTimeoutError, UnmergeableQueryError
+from ...ops import chunks, merge, parallel, streams
+from ...sql.collation import (
+    MYSQL_COLUMN_COLLATION,
+    ranking_collation,
+    ranks_by_code_point,
+    text_rank_param,
+    text_rank_sql,
+)
+from ..compat import (
+    PAGES_BUILT_ONCE,
+    FlatValuesListIterable,
+    ModelIterable,
+    NamedValuesListIterable,
+    ValuesIterable,
+    iterable_class,
+    known_related_objects,
+    limited,
+    limits,
+    ordering_request,
+    related_populators,
+    selected_names,
+)
+from ..conf import conf
+from ..connections import pool_connections  # noqa: F401  (pool connections follow requests)
+from ..connections.fences import FENCE_TRANSLATOR
+from ..connections.replicas import WRITE_WATCHER, read_alias, read_pins
+
+#: A query of one shard, run as Django runs it (the sharded QuerySet's per-shard clones).
+ShardQuery = models.QuerySet[Any]
+
+__all__ = [
+    "CompiledSelect",
+    "FanOutPlan",
+    "OrderTerm",
+    "gather",
+    "merged_rows",
+    "model_page",
+    "order_terms",
+    "streamed_rows",
+]
+
+#: (attribute name, descending, explicit nulls position or None)
+OrderTerm = tuple[str, bool, merge.NullsOrder | None]
+
+
+@dataclass(frozen=True)
+class FanOutPlan:
+    """What merging one query's shards needs, read from the query before any shard runs.
+
+    The sharded QuerySet makes it (``FanOutPlan.of``) and hands it down with the
+    queries of its shards: the fan-out reads the plan, never the QuerySet above it. An
+    ordering the merge cannot repeat is refused while the plan is made.
+    """
+
+    model: type[models.Model]
+    terms: list[OrderTerm]  # the ordering, as the merge repeats it
+    iterable: type  # what the query yields: models, dicts, tuples or flat values
+    names: list[str]  # the names given to values()/values_list() (empty: every field)
+
+    @classmethod
+    def of(cls, qs: models.QuerySet[Any]) -> FanOutPlan:
+        return cls(qs.model, order_terms(qs), iterable_class(qs), selected_names(qs))
+
+
+class CompiledSelect:
+    """A model query's SQL compiled once, for every database of one backend: run it
+    raw on each (``fetch``), then build model instances of only the rows kept
+    (``models``), as ``ModelIterable`` would for each row's own database.
+
+    ``ModelIterable`` compiles the query on every database it reads and builds every
+    row it fetches; a fan-out's page of 20 over 8 shards would compile 8 times and
+    build 160 models to keep 20. The compiler's ``select``/``klass_info`` say where
+    the model's fields, the ``select_related`` rows and the annotations sit in a row.
+    """
+
+    def __init__(self, queryset: models.QuerySet[Any], compiler: Any, sql: str, params: Any):
+        self.queryset = queryset
+        self.compiler = compiler
+        self.sql = sql
+        self.params = tuple(params)
+        info = compiler.klass_info
+        fields = info["select_fields"]
+        self.start, self.end = fields[0], fields[-1] + 1
+        self.init_list = [f[0].target.attname for f in compiler.select[self.start : self.end]]
+
+    @classmethod
+    def of(cls, queryset: models.QuerySet[Any], alias: str) -> CompiledSelect | None:
+        """The query compiled for ``alias``'s backend; None when it needs no database
+        (an empty ``pk__in``, ``none()``) or selects no model, and on a Django whose
+        ``ModelIterable`` loop is not the one repeated here (6.1's fetch modes)."""
+        if not PAGES_BUILT_ONCE:
+            return None
+        compiler = queryset.query.get_compiler(using=alias)
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return None
+        if not compiler.klass_info:
+            return None
+        return cls(queryset, compiler, sql, params)
+
+    def position(self, attname: str) -> int | None:
+        """Where the model's field ``attname`` sits in a row (None: not selected)."""
+        for index, name in enumerate(self.init_list, self.start):
+            if name == attname:
+                return index
+        return None
+
+    def fetch(self, alias: str) -> list[tuple[Any, ...]]:
+        """The rows of ``alias``'s database, converted as Django converts them, on this
+        thread's connection to it."""
+        with connections[alias].cursor() as cursor:
+            cursor.execute(self.sql, self.params)
+            return self.converted(cursor.fetchall())
+
+    def converted(self, rows: list[Any]) -> list[tuple[Any, ...]]:
+        """Rows as the driver returned them, converted as Django converts them."""
+        compiler = self.compiler
+        if compiler.has_extra_select:
+            rows = [row[: compiler.col_count] for row in rows]
+        return list(compiler.results_iter(results=[rows], tuple_expected=True))
+
+    def models(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> list[models.Model]:
+        """Model instances of ``(database, row)`` pairs: ``ModelIterable``'s loop, with
+        the database of each row rather than one for all."""
+        compiler, queryset = self.compiler, self.queryset
+        info, select = compiler.klass_info, compiler.select
+        model_cls = info["model"]
+        annotations = compiler.annotation_col_map
+        populators: dict[str, list[Any]] = {}
+        known = [
+            (
+                field,
+                objects,
+                operator.attrgetter(
+                    *[
+                        field.attname
+                        if source == "self"
+                        else queryset.model._meta.get_field(source).attname
+                        for source in field.from_fields
+                    ]
+                ),
+            )
+            for field, objects in known_related_objects(queryset).items()
+        ]
+        built = []
+        for db, row in rows:
+            obj = model_cls.from_db(db, self.init_list, row[self.start : self.end])
+            if db not in populators:
+                populators[db] = related_populators(info, select, db)
+            for populator in populators[db]:
+                populator.populate(row, obj)
+            for name, column in (annotations or {}).items():
+                setattr(obj, name, row[column])
+            for field, objects, key_of in known:
+                if not field.is_cached(obj):
+                    found = objects.get(key_of(obj))
+                    if found is not None:
+                        setattr(obj, field.name, found)
+            built.append(obj)
+        return built
+
+
+def order_terms(qs: models.QuerySet[Any]) -> list[OrderTerm]:
+    """The query's ordering as (attribute, descending, nulls) terms, in the order a
+    database applies them: ``order_by()`` or ``Meta.ordering`` (else the primary key),
+    reversed by ``reverse()``. Field names, ``"-name"``, ``F("name")`` and
+    ``F("name").asc(nulls_first=True)`` / ``.desc(nulls_last=True)`` merge; anything else
+    (a related path, an expression, ``"?"``) is refused before a query runs."""
+    ordering, standard = ordering_request(qs)
+    terms = [_term(qs.model, item) for item in ordering or ["pk"]]
+    if not standard:  # reverse(), as last() uses
+        terms = [(n, not d, merge.reversed_nulls(nulls)) for n, d, nulls in terms]
+    return terms
+
+
+def _term(model: type[models.Model], item: Any) -> OrderTerm:
+    descending = False
+    nulls: merge.NullsOrder | None = None
+    expression = item
+    if isinstance(item, OrderBy):
+        descending = item.descending
+        nulls = merge.explicit_nulls(bool(item.nulls_first), bool(item.nulls_last))
+        expression = item.expression
+    if isinstance(expression, F):
+        name = expression.name
+    elif isinstance(expression, str):
+        name = expression
+        if name.startswith("-"):
+            name, descending = name[1:], True
+    else:
+        name = ""
+    attname = _attname(model, name)
+    if attname is None:
+        raise UnmergeableQueryError(
+            f"ordering by {item!r} across shards: only fields of {model.__name__} can be "
+            "merged from the shards' rows; order by a field (or run per shard with "
+            ".using(alias))"
+        )
+    return attname, descending, nulls
+
+
+def _attname(model: type[models.Model], name: str) -> str | None:
+    meta = model._meta
+    if not name or "__" in name or "." in name or name == "?":
+        return None
+    if name == "pk":
+        return str(meta.pk.attname)
+    try:
+        field = meta.get_field(name)
+    except FieldDoesNotExist:
+        return None
+    return getattr(field, "attname", None)
+
+
+def merged_rows(plan: FanOutPlan, shards: Sequence[ShardQuery]) -> list[Any]:
+    """The rows of every shard, sorted by the query's ordering by the core's merge rules.
+
+    Values querysets that do not select their ordering columns fetch them as well and
+    drop them after sorting, so the merge never falls back to shard order.
+    """
+    aliases = [shard.db for shard in shards]
+    vendors = [connections[alias].vendor for alias in aliases]
+    ranker = _text_ranker(plan.model, aliases[0]) if aliases else None
+    shape = _Shape(plan)
+    parts = gather(shards, lambda shard: list(shape.rows(shard)))
+    rows = merge.merge_rows(parts, shape.keys, vendors, text_ranks=ranker)
+    return shape.finish(rows)
+
+
+def model_page(
+    plan: FanOutPlan,
+    first: ShardQuery,
+    primaries: Sequence[str],
+    shard_queries: Callable[[], Sequence[ShardQuery]],
+    low: int,
+    high: int | None,
+) -> list[Any] | None:
+    """The model instances of the merged rows ``[low:high]``: the query compiled once
+    (``first``, the query of the first shard: the shards run one backend, so one SQL
+    serves them all), run raw on every shard, the raw rows merged on their ordering
+    values, and instances built only for the rows kept (``CompiledSelect``).
+    None when that cannot be done (shards of different backends, a query that needs no
+    database, an ordering field that is not selected, as under ``only()``), and the
+    caller builds every shard's rows instead. ``shard_queries`` makes the query of each
+    shard, only when the shards are read one pool thread each.
+    """
+    read_pins()
+    aliases = [read_alias(primary) for primary in primaries]
+    vendors = [connections[alias].vendor for alias in aliases]
+    if len(set(vendors)) != 1:
+        return None
+    first._read_alias = aliases[0]
+    compiled = CompiledSelect.of(first, aliases[0])
+    if compiled is None:
+        return None
+    keys = []
+    for name, descending, nulls in plan.terms:
+        position = compiled.position(name)
+        if position is None:
+            return None
+        keys.append(merge.SortKey(_column(position), descending, nulls, name))
+    ranker = _text_ranker(plan.model, aliases[0])
+    parts = _at_once(compiled, aliases) if vendors[0] == "postgresql" else None
+    if parts is None:
+        parts = gather(
+            shard_queries(),
+            lambda shard: [(shard.db, row) for row in compiled.fetch(shard.db)],
+        )
+    rows = merge.merge_rows(parts, keys, vendors, text_ranks=ranker)
+    return compiled.models(rows[low:high])
+
+
+def _column(position: int) -> Callable[[tuple[str, tuple[Any, ...]]], Any]:
+    return lambda pair: pair[1][position]
+
+
+#: The pool whose threads serve every PostgreSQL shard at once (``_at_once``).
+_ALL_SHARDS = "all-shards"
+
+#: uid_fields' own execute wrappers, which look at writes only (read-your-writes pins, the
+#: shard move's fence): a page read sent below them loses nothing. Any other wrapper is a
+#: user's observer (a query counter, a logger) and keeps the read on Django's path.
+_OWN_WRAPPERS = (WRITE_WATCHER, FENCE_TRANSLATOR)
+
+
+def _at_once(
+    compiled: CompiledSelect, aliases: list[str]
+) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
+    """Each shard's rows of ``compiled``, from one pool thread that sends the SQL to
+    every shard before reading any answer (``_internal.pgmux``): no thread per shard.
+
+    Where that cannot be done (inside ``atomic``, a connection whose queries are
+    observed: execute wrappers, ``DEBUG``'s query log, a driver other than psycopg 3)
+    or a connection turned out broken, None: the caller reads each shard on its own
+    pool thread, as every other fan-out does."""
+    if any(connections[alias].in_atomic_block for alias in aliases):
+        return None
+    concurrency = conf.FAN_OUT_CONCURRENCY
+    if (parallel.workers() if concurrency is None else concurrency) == 0:
+        return None  # fan-outs run one shard after another on the calling thread
+    timeout = conf.FAN_OUT_TIMEOUT
+    (parts,) = parallel.run_per_shard(
+        [lambda: _send_to_all(compiled, aliases, timeout)],
+        names=[_ALL_SHARDS],
+        timeout=None if timeout is None else timeout + 1.0,  # the mux's own comes first
+        concurrency=concurrency,
+        pooled=True,
+    )
+    return parts
+
+
+def _send_to_all(
+    compiled: CompiledSelect, aliases: list[str], timeout: float | None
+) -> list[list[tuple[str, tuple[Any, ...]]]] | None:
+    wrappers = [connections[alias] for alias in aliases]
+    for alias, connection in zip(aliases, wrappers, strict=True):
+        _fresh_worker_connection(alias)
+        connection.ensure_connection()
+        wrappers_seen = [w for w in connection.execute_wrappers if w not in _OWN_WRAPPERS]
+        observed = wrappers_seen or connection.queries_logged
+        if observed or connection.in_atomic_block or not pgmux.available(connection.connection):
+            return None
+    raws = [connection.connection for connection in wrappers]
+    for raw in raws:
+        _interruptible_raw(raw)
+    try:
+        query = pgmux.bind(raws[0], compiled.sql, compiled.params)
+        answers = pgmux.fetch_at_once(raws, query, timeout=timeout, names=aliases)
+    except FanOutTimeoutError as late:
+        for alias in late.shards:
+            connections[alias].close()  # a query may still run there: never reuse it
+        raise
+    except Exception:  # a broken connection (a server restarted): the usual way instead
+        for connection in wrappers:
+            if not connection.is_usable():
+                connection.close()
+        return None
+    # Django's converters, once for the rows of every shard.
+    converted = iter(compiled.converted([row for rows in answers for row in rows or ()]))
+    parts = []
+    for alias, rows in zip(aliases, answers, strict=True):
+        if rows is None:
+            # The query failed there. A connection the server closed (a restart while it
+            # sat idle) is replaced and the read made once more; otherwise it runs again
+            # the usual way, which raises Django's own error.
+            if not connections[alias].is_usable():
+                connections[alias].close()
+            parts.append([(alias, row) for row in compiled.fetch(alias)])
+        else:
+            parts.append([(alias, next(converted)) for _ in rows])
+    return parts
+
+
+def _interruptible_raw(raw: Any) -> None:
+    parallel.on_timeout(lambda: dbapi.interrupt(raw))
+
+
+def streamed_rows(
+    plan: FanOutPlan, shards: Sequence[ShardQuery], chunk_size: int
+) -> Iterator[Any] | None:
+    """The rows of every shard in the query's order, read as a stream: each shard's
+    cursor in chunks of ``chunk_size`` (a server-side cursor on PostgreSQL), merged by
+    ``ops.streams`` holding one row per shard. None when the ordering has a text key
+    whose collation does not rank strings as code points: only a whole-result merge
+    (``merged_rows``) can ask the database for those ranks.
+
+    The shards' cursors are read from this thread, on its connections (Django's are
+    per thread and a cursor is read where it was opened), so inside ``atomic`` the
+    stream sees the transaction, as ``list()`` of the query would.
+    """
+    terms = plan.terms
+    aliases = _chosen_reads(shards)
+    vendors = [connections[alias].vendor for alias in aliases]
+    ranker = _text_ranker(plan.model, aliases[0]) if aliases else None
+    text_keys = {name for name, _, _ in terms if _is_text(plan.model, name)}
+    for name in text_keys:
+        if not streams.text_streams(merge.SortKey(_no_value, name=name), ranker):
+            return None
+    shape = _Shape(plan)
+    parts = [shape.rows(shard, chunk_size) for shard in shards]
+    merged = streams.merge_streams(parts, shape.keys, vendors, text_keys=text_keys)
+    return shape.each(merged)
+
+
+def _no_value(row: Any) -> Any:
+    return None
+
+
+def _is_text(model: type[models.Model], attname: str) -> bool:
+    for field in model._meta.concrete_fields:
+        if field.attname == attname:
+            return isinstance(field, (models.CharField, models.TextField))
+    return False
+
+
+class _Shape:
+    """How a fan-out reads each shard's rows and gives them back in the query's form.
+
+    Models and ``values()`` of every field carry their ordering values; other values
+    querysets fetch the ordering columns too, as tuples, and drop them after the merge.
+    """
+
+    def __init__(self, plan: FanOutPlan) -> None:
+        terms = plan.terms
+        self.iterable = plan.iterable
+        self.names = list(plan.names)
+        self.plain = issubclass(self.iterable, ModelIterable) or (
+            self.iterable is ValuesIterable and not self.names
+        )
+        if self.plain:
+            get: Callable[[Any, str], Any] = (
+                getattr if issubclass(self.iterable, ModelIterable) else _item
+            )
+            self.wanted: list[str] = []
+        else:
+            names = self.names or [f.attname for f in plan.model._meta.concrete_fields]
+            self.names = names
+            pk_name = plan.model._meta.pk.attname
+            columns = [pk_name if n == "pk" else n for n in names]
+            # The primary key comes too: a stream read in keyset chunks orders by it last.
+            extra = [
+                name
+                for name in dict.fromkeys([*(t[0] for t in terms), pk_name])
+                if name not in columns
+            ]
+            self.wanted = [*names, *extra]
+            index = {name: i for i, name in enumerate([*columns, *extra])}
+            get = lambda row, n: row[index[n]]  # noqa: E731
+        self.keys = [
+            merge.SortKey(_reader(get, name), descending, nulls, name)
+            for name, descending, nulls in terms
+        ]
+        pk = str(plan.model._meta.pk.attname)
+        self.chunk_keys = [*self.keys] + (
+            []
+            if pk in {key.name for key in self.keys}
+            else [merge.SortKey(_reader(get, pk), name=pk)]
+        )
+
+    def rows(self, shard: Any, chunk_size: int | None = None) -> Any:
+        """The shard's rows, read whole or, with ``chunk_size``, as a chunked cursor."""
+        source = shard if self.plain else shard.values_list(*self.wanted)
+        if chunk_size is not None:
+            if _without_server_cursors(shard.db):
+                rows = _keyset_chunks(source, self.chunk_keys, chunk_size)
+            else:
+                rows = source.iterator(chunk_size=chunk_size)
+            return rows if self.plain else (tuple(row) for row in rows)
+        return list(source) if self.plain else [tuple(row) for row in source]
+
+    def finish(self, rows: list[Any]) -> list[Any]:
+        return rows if self.plain else list(self.each(iter(rows)))
+
+    def each(self, rows: Iterator[Any]) -> Iterator[Any]:
+        if self.plain:
+            return rows
+        names, width = self.names, len(self.names)
+        if self.iterable is ValuesIterable:
+            return (dict(zip(names, row[:width], strict=True)) for row in rows)
+        if self.iterable is FlatValuesListIterable:
+            return (row[0] for row in rows)
+        if self.iterable is NamedValuesListIterable:
+            factory = namedtuple("Row", names)
+            return (factory(*row[:width]) for row in rows)
+        return (row[:width] for row in rows)
+
+
+def _without_server_cursors(alias: str) -> bool:
+    """Whether a stream from ``alias`` is read in keyset chunks (``ops.chunks``): its
+    PostgreSQL settings disable server-side cursors, as Django's docs require behind a
+    pooler in transaction mode, where a cursor does not outlive its transaction."""
+    connection = connections[alias]
+    return connection.vendor == "postgresql" and bool(
+        connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
+    )
+
+
+def _keyset_chunks(
+    source: models.QuerySet[Any], keys: list[merge.SortKey], chunk_size: int
+) -> Iterator[Any]:
+    """The rows of ``source`` (one shard's query, ``[:high]`` at most) read ``chunk_size``
+    at a time, each chunk the rows past the last one read in the order of ``keys``
+    (the query's terms, then the primary key): no cursor is held between two queries,
+    and no more than a chunk is in memory."""
+    alias = source.db
+    vendor = connections[alias].vendor
+    terms = [chunks.ChunkTerm(k.name, k.descending, merge.null_position(k, vendor)) for k in keys]
+    unsliced = limited(source, None)
+    if not ordering_request(unsliced)[1]:  # reverse(): the terms are reversed already
+        unsliced = unsliced.reverse()
+    ordered = unsliced.order_by(*(_order_by(term) for term in terms))
+    _, high = limits(source)
+    read, last = 0, None
+    while high is None or read < high:
+        size = chunk_size if high is None else min(chunk_size, high - read)
+        query = ordered if last is None else ordered.filter(_q_beyond(terms, last))
+        rows = list(query[:size])
+        yield from rows
+        read += len(rows)
+        if len(rows) < size:
+            return
+        last = [key.get(rows[-1]) for key in keys]
+
+
+def _order_by(term: chunks.ChunkTerm) -> OrderBy:
+    """The term as an ORDER BY, its NULLs placed where ``rows_beyond`` expects them."""
+    field = F(term.name)
+    first, last = term.nulls == "first", term.nulls == "last"
+    if term.descending:
+        return field.desc(nulls_first=first or None, nulls_last=last or None)
+    return field.asc(nulls_first=first or None, nulls_last=last or None)
+
+
+def _q_beyond(terms: list[chunks.ChunkTerm], last: list[Any]) -> Q:
+    """``chunks.rows_beyond`` as a ``Q``: an OR of ANDs."""
+    lookups = {"=": "exact", ">": "gt", "<": "lt"}
+    beyond = Q(pk__in=[])  # no alternative: no row follows
+    for alternative in chunks.rows_beyond(terms, last):
+        both = Q()
+        for c in alternative:
+            if c.op in lookups:
+                both &= Q(**{f"{c.name}__{lookups[c.op]}": c.value})
+            else:
+                both &= Q(**{f"{c.name}__isnull": c.op == "is null"})
+        beyond |= both
+    return beyond
+
+
+def _item(row: Any, name: str) -> Any:
+    return row[name]
+
+
+def _reader(get: Callable[[Any, str], Any], name: str) -> Callable[[Any], Any]:
+    return lambda row: get(row, name)
+
+
+def _collation(alias: str, model: type[models.Model], field: Any) -> str | None:
+    """The collation ``field``'s text keys rank under (the core's rule)."""
+    table = model._meta.db_table
+
+    def read() -> str | None:
+        with connections[alias].cursor() as cursor:
+            cursor.execute(MYSQL_COLUMN_COLLATION.format(p="%s"), [table, field.column])
+            row = cursor.fetchone()
+        return row[0] if row else None
+
+    declared = getattr(field, "db_collation", None)
+    vendor = connections[alias].vendor
+    return ranking_collation(vendor, declared, ("django", alias, table, field.column), read)
+
+
+def _text_ranker(model: type[models.Model], alias: str) -> merge.TextRanker:
+    """Ranks text keys in the column's collation, asked of one shard's database."""
+    fields = {getattr(f, "attname", f.name): f for f in model._meta.concrete_fields}
+
+    def rank(key: merge.SortKey, texts: list[str]) -> Mapping[str, int]:
+        connection = connections[alias]
+        field = fields.get(key.name)
+        collation = _collation(alias, model, field) if field is not None else None
+        if ranks_by_code_point(connection.vendor, collation):
+            return merge.code_point_ranks(texts)  # BINARY compares code points, as Python
+
+        def ask(values: list[str]) -> Mapping[str, int]:
+            with connection.cursor() as cursor:
+                sql = text_rank_sql(connection.vendor, collation)
+                cursor.execute(sql, [text_rank_param(values)])
+                return {value: number for value, number in cursor.fetchall()}
+
+        column = (alias, model._meta.db_table, key.name, collation)
+        return merge.rank_texts(column, texts, ask)
+
+    return rank
+
+
+def gather(shards: Sequence[ShardQuery], work: Callable[[Any], Any]) -> list[Any]:
+    """``work(shard)`` for each shard's queryset, in order: at the same time (on the
+    core's bounded pool, each worker thread with its own connections) when every shard is
+    a server database (not SQLite) and none has a transaction open in this thread: work
+    inside ``atomic`` must see that transaction, so it runs on this thread's
+    connections, one shard after another."""
+    aliases = _chosen_reads(shards)
+    at_once = parallel.may_run_at_once(
+        [connections[alias].vendor for alias in aliases],
+        holds_shard_work=any(connections[alias].in_atomic_block for alias in aliases),
+    )
+    return parallel.run_per_shard(
+        [_on_shard(alias, shard, work) for alias, shard in zip(aliases, shards, strict=True)],
+        parallel=at_once,
+        names=aliases,
+        timeout=conf.FAN_OUT_TIMEOUT,
+        concurrency=conf.FAN_OUT_CONCURRENCY,
+    )
+
+
+def _chosen_reads(shards: Sequence[ShardQuery]) -> list[str]:
+    """The database each shard's query reads (a replica or the primary), chosen once."""
+    read_pins()  # made here, so the pool's workers share this request's pins
+    aliases = [shard.db for shard in shards]
+    for shard, alias in zip(shards, aliases, strict=True):
+        shard._read_alias = alias  # the replica (or primary) chosen here, not again there
+    return aliases
+
+
+def _on_shard(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
+    """``work(shard)`` on a pool thread: on a connection that a deadline can cut, and
+    once more on a fresh connection when the first one turned out broken (a server that
+    restarted while the connection sat idle in the pool). Only reads fan out, so the
+    retry repeats nothing; an error of the query itself is not retried."""
+
+    def run() -> Any:
+        if not parallel.in_worker():
+            return work(shard)
+        connection = connections[alias]
+        _interruptible(connection)
+        _fresh_worker_connection(alias)
+
+        def dropped(error: Exception) -> bool:
+            if not isinstance(error, DatabaseError):
+                return False
+            broken = connection.connection is None or not connection.is_usable()
+            connection.close()  # a broken connection must not serve the next query
+            return broken
+
+        return parallel.once_more_after_drop(lambda: _attempt(connection, shard, work), dropped)
+
+    return run
+
+
+def _attempt(connection: Any, shard: Any, work: Callable[[Any], Any]) -> Any:
+    connection.ensure_connection()
+    _interruptible(connection)
+    return work(shard)
+
+
+def _interruptible(connection: Any) -> None:
+    raw = connection.connection
+    if raw is not None:
+        parallel.on_timeout(lambda: dbapi.interrupt(raw))
+
+
+#: A pool thread's connection idle this long is checked before use (a server may have
+#: closed it: MySQL's wait_timeout, a restart), as Django checks at each request.
+_IDLE_CHECK_S = 30.0
+
+
+_last_used = threading.local()
+
+
+def _fresh_worker_connection(alias: str) -> None:
+    used: dict[str, float] = getattr(_last_used, "at", None) or {}
+    _last_used.at = used
+    now = time.monotonic()
+    connection = connections[alias]
+    idle = now - used.get(alias, now) > _IDLE_CHECK_S
+    if connection.connection is not None and idle and not connection.is_usable():
+        connection.close()
+    used[alias] = now
+
+
+def _close_worker_connections() -> None:
+    connections.close_all()  # the calling worker thread's own connections
+
+
+parallel.on_worker_exit(_close_worker_connections)
