@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 EXTRAS := django,sqlalchemy,asyncio,redis,postgres,mysql,drf,alembic,flask
 PIP_FOR_GROUPS := 'pip>=25.1'
 
-.PHONY: test test-compat test-matrix test-sqlalchemy-only test-sdist demo serve lint typecheck-docs format clean bench docs
+.PHONY: test test-sqlite test-postgres test-mariadb test-compat test-matrix test-sqlalchemy-only test-sdist venvs demo serve lint typecheck-docs format clean bench docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,16 +15,31 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' --group dev
 	@touch $(STAMP)
 
-# The whole suite with SQLite shards, then the Django tests again with the four shard
-# databases on PostgreSQL and on MariaDB (each skips, or fails under
-# UID_FIELDS_REQUIRE_SERVICES=1, when its server is not there).
-test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
-	UID_FIELDS_TEST_DB=postgres $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
-	UID_FIELDS_TEST_DB=mysql $(BIN)/python -m pytest tests/django $(PYTEST_ARGS)
+# Targets select tests by marker (pyproject.toml lists them, tests/conftest.py puts most
+# on): postgres, mariadb, stress, browser, bench, sdist, versions. Each test runs once per
+# backend it is about: the whole suite with the Django tests on SQLite shards (the core
+# and SQLAlchemy tests are parametrized over SQLite, PostgreSQL and MariaDB themselves),
+# then the Django tests that use the database with the four shard databases on PostgreSQL
+# and on MariaDB (each skips, or fails under UID_FIELDS_REQUIRE_SERVICES=1, when its
+# server is not there).
+# The three are targets of their own so that `make -j2` (.ci/run) can run them beside
+# other stages; a namespace given in UID_FIELDS_TEST_NAMESPACE gets a suffix per target
+# so that two of them never share a database (without one, each run takes its own).
+test: test-sqlite test-postgres test-mariadb
+NAMESPACE_FOR = $(if $(UID_FIELDS_TEST_NAMESPACE),UID_FIELDS_TEST_NAMESPACE=$(UID_FIELDS_TEST_NAMESPACE)$(1))
+test-sqlite: $(STAMP)
+	$(call NAMESPACE_FOR,s) $(BIN)/python -m pytest $(PYTEST_ARGS)
+test-postgres: $(STAMP)
+	$(call NAMESPACE_FOR,p) UID_FIELDS_TEST_DB=postgres $(BIN)/python -m pytest tests/django \
+		-m postgres $(PYTEST_ARGS)
+test-mariadb: $(STAMP)
+	$(call NAMESPACE_FOR,m) UID_FIELDS_TEST_DB=mysql $(BIN)/python -m pytest tests/django \
+		-m mariadb $(PYTEST_ARGS)
 
 # The oldest supported pair: Django 5.2 LTS and SQLAlchemy 2.0, on Python 3.11, in a venv
-# of their own (`make test` runs the newest Django 5.2 and SQLAlchemy 2.x).
+# of their own. `make test` runs the newest Django 5.2 and SQLAlchemy 2.x, so what differs
+# here is SQLAlchemy's minor: the SQLAlchemy tests marked `versions` (what goes through
+# the adapter's compat paths), on every backend; stress tests run once, in `make test`.
 COMPAT := .venv-compat
 $(COMPAT)/.installed: pyproject.toml
 	@test -x $(COMPAT)/bin/python || $(PYTHON) -m venv $(COMPAT)
@@ -33,14 +48,17 @@ $(COMPAT)/.installed: pyproject.toml
 		'Django>=5.2,<5.3' 'SQLAlchemy>=2.0,<2.1'
 	@touch $@
 
+VERSIONS := -m 'versions and not stress'
 test-compat: $(COMPAT)/.installed
-	$(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django tests/sqlalchemy $(PYTEST_ARGS)
-	UID_FIELDS_TEST_DB=postgres $(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/django $(PYTEST_ARGS)
+	$(call NAMESPACE_FOR,c) $(COMPAT)/bin/python -m pytest -p no:cacheprovider tests/sqlalchemy \
+		$(VERSIONS) $(PYTEST_ARGS)
 
 # The Django 6 cells, each in a venv of its own against PostgreSQL shards: Python 3.12 with
-# Django 6.0, and Python 3.13 with Django 6.1 and SQLAlchemy 2.1. A reduced suite per cell
-# (the Django tests on PostgreSQL shards, the SQLAlchemy tests on PostgreSQL); `make test`
-# runs everything on the default cell. The interpreters come from pyenv when it has them.
+# Django 6.0, and Python 3.13 with Django 6.1 and SQLAlchemy 2.1. What differs from the
+# default cell is Django's release: each runs the Django tests marked `versions` (compat
+# paths, admin, migrations, forms, DRF) on PostgreSQL shards; SQLAlchemy is the newest
+# 2.1 here as in `make test`, which runs everything. The interpreters come from pyenv
+# when it has them.
 PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 PYTHON313 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3.13)
 DJ60 := .venv-django60
@@ -61,33 +79,18 @@ test-matrix: $(DJ60)/.installed $(DJ61)/.installed
 	for venv in $(DJ60) $(DJ61); do \
 		$$venv/bin/python -c "import sys, django, sqlalchemy; print(sys.version.split()[0], \
 			'Django', django.__version__, 'SQLAlchemy', sqlalchemy.__version__)" && \
-		UID_FIELDS_TEST_DB=postgres $$venv/bin/python -m pytest -p no:cacheprovider tests/django \
-			$(PYTEST_ARGS) && \
-		$$venv/bin/python -m pytest -p no:cacheprovider tests/sqlalchemy -k postgresql \
-			$(PYTEST_ARGS) || exit 1; \
+		$(call NAMESPACE_FOR,x) UID_FIELDS_TEST_DB=postgres $$venv/bin/python -m pytest \
+			-p no:cacheprovider tests/django \
+			$(VERSIONS) $(PYTEST_ARGS) || exit 1; \
 	done
 
 # `pip install 'uid-fields[sqlalchemy]'` alone (no Django, no greenlet, newest SQLAlchemy
-# 2.x): the sync SQLAlchemy tests and the core tests on SQLite shards. Left out here: the
-# server backends and the modules that need another extra or group (asyncio, alembic,
-# redis, PostgreSQL-made ids, the benchmark tools); `make test` runs them all.
+# 2.x): the sync SQLAlchemy tests on SQLite shards, and the core's test of what each extra
+# brings (the core itself imports no ORM, and `make test` runs it). A test that imports a
+# package this install leaves out (asyncio, alembic, redis, psycopg) is skipped naming it
+# (UID_FIELDS_TEST_PARTIAL_INSTALL=1, see tests/conftest.py); the server backends and
+# stress tests are deselected by marker. `make test` runs them all.
 SQLA := .venv-sqla
-SQLA_IGNORE := tests/sqlalchemy/test_asyncio.py tests/sqlalchemy/test_async_fan_out.py \
-	tests/sqlalchemy/test_alembic.py \
-	tests/sqlalchemy/test_database_ids.py tests/core/test_redis_lease.py \
-	tests/core/test_redis_sequence.py tests/core/test_database_lease.py \
-	tests/core/test_lease_recovery.py tests/core/test_logging.py \
-	tests/core/test_benchmark_smoke.py tests/core/test_postgres_function.py \
-	tests/core/test_mysql_decimal.py tests/sqlalchemy/test_decimal_ids.py \
-	tests/core/test_twophase.py tests/sqlalchemy/test_two_phase.py \
-	tests/sqlalchemy/test_alembic_shards.py tests/sqlalchemy/test_replicas_streaming.py \
-	tests/core/test_postgres_c_function.py tests/sqlalchemy/test_database_ids_c.py \
-	tests/core/test_pg_extension.py \
-	tests/sqlalchemy/test_fan_out_faults.py tests/sqlalchemy/test_fan_out_connections.py \
-	tests/sqlalchemy/test_fan_out_objects_bound.py tests/sqlalchemy/test_fan_out_session_hooks.py \
-	tests/sqlalchemy/test_flask.py tests/sqlalchemy/test_alembic_data.py \
-	tests/sqlalchemy/test_follower_get.py tests/core/test_lazy_leases.py \
-	tests/core/test_pg_extension_privileges.py
 $(SQLA)/.installed: pyproject.toml
 	@test -x $(SQLA)/bin/python || $(PYTHON) -m venv $(SQLA)
 	$(SQLA)/bin/python -m pip install --quiet --upgrade pip
@@ -98,15 +101,19 @@ test-sqlalchemy-only: $(SQLA)/.installed
 	@$(SQLA)/bin/python -c "import importlib.util as u, sys; \
 		extra = [m for m in ('django', 'greenlet', 'rest_framework') if u.find_spec(m)]; \
 		sys.exit(f'$(SQLA) must not have {extra}' if extra else None)"
-	UID_FIELDS_REQUIRE_SERVICES=1 $(SQLA)/bin/python -m pytest -p no:cacheprovider \
-		-W 'ignore:Unknown config option:pytest.PytestConfigWarning' \
-		tests/sqlalchemy tests/core $(SQLA_IGNORE:%=--ignore=%) \
-		-k 'not postgresql and not mariadb and not mysql' $(PYTEST_ARGS)
+	$(call NAMESPACE_FOR,a) UID_FIELDS_REQUIRE_SERVICES=1 UID_FIELDS_TEST_PARTIAL_INSTALL=1 \
+		$(SQLA)/bin/python -m pytest \
+		-p no:cacheprovider -W 'ignore:Unknown config option:pytest.PytestConfigWarning' \
+		tests/sqlalchemy tests/core/test_extras.py -m 'not postgres and not mariadb and not stress' \
+		$(PYTEST_ARGS)
+
+# The virtualenvs of the stages above, built ahead (.ci/run builds them beside `make test`).
+venvs: $(COMPAT)/.installed $(DJ60)/.installed $(DJ61)/.installed $(SQLA)/.installed
 
 # The sdist as published: built (in an isolated environment, as pip builds it), unpacked
-# in a temporary directory, and a reduced suite run from there with the unpacked package
-# first on the path: the core tests, the docs pages' tests and the example project's
-# demos (what reads docs/, example_project/ and postgres/). About a minute.
+# in a temporary directory, and the tests marked `sdist` run from there with the unpacked
+# package first on the path: what reads the files the sdist must ship (docs/,
+# example_project/, postgres/, the package's every module, the metadata). Under a minute.
 SDIST_DIR := .sdist-test
 BUILD ?= $(BIN)/python -m build
 test-sdist: $(STAMP)
@@ -117,8 +124,8 @@ test-sdist: $(STAMP)
 		PYTHONPATH=. $(abspath $(BIN))/python -c "import uid_fields, pathlib, sys; \
 			sys.exit(None if pathlib.Path(uid_fields.__file__).is_relative_to(pathlib.Path.cwd()) \
 			else f'not the unpacked sdist: {uid_fields.__file__}')" && \
-		PYTHONPATH=. $(abspath $(BIN))/python -m pytest -p no:cacheprovider \
-			tests/core tests/docs tests/test_example_demo.py $(PYTEST_ARGS)
+		$(call NAMESPACE_FOR,d) PYTHONPATH=. $(abspath $(BIN))/python -m pytest -p no:cacheprovider \
+			-m sdist $(PYTEST_ARGS)
 	rm -rf $(SDIST_DIR)
 
 # Every id scheme generated and decoded, then the example shop on four SQLite shards

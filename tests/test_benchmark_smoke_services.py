@@ -12,6 +12,7 @@ import pytest
 from tests import services
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.bench
 
 
 @pytest.mark.services

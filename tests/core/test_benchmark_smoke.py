@@ -12,6 +12,8 @@ import pytest
 from tests.benchmarks import generation, memory, public_ids, report
 from tests.benchmarks.harness import alternate, machine, rate, versions
 
+pytestmark = pytest.mark.bench
+
 
 def test_alternate_rotates_and_keeps_every_sample() -> None:
     order: list[str] = []

@@ -17,6 +17,10 @@ import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.sdist
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "uid_fields"
 ADAPTERS = ("uid_fields.django", "uid_fields.sqlalchemy")

@@ -115,9 +115,8 @@ def test_a_redis_restarted_empty_gives_no_live_id_away(tmp_path: Path) -> None:
 
 def test_a_new_table_needs_no_quarantine(db: Database) -> None:
     lease = db.lease("fresh", ttl=TTL, margin=MARGIN)
-    started = time.monotonic()
     SnowflakeGenerator(TWITTER, worker=lease).next_id()
-    assert lease.quarantines == 0 and time.monotonic() - started < QUARANTINE
+    assert lease.quarantines == 0  # issued without waiting out a quarantine
     lease.release()
 
 

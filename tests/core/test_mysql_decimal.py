@@ -13,6 +13,8 @@ from tests import services
 from uid_fields import DECIMAL, DECIMAL_SQL
 from uid_fields.sql import DecimalIdFunction
 
+pytestmark = pytest.mark.mariadb
+
 
 @pytest.fixture
 def cursor() -> Iterator[Any]:

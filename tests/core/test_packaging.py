@@ -7,11 +7,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from packaging.version import Version
 
 import uid_fields
 from tests.core.test_public_api import REMOVED
 from uid_fields.errors import DEPRECATED_NAMES
+
+pytestmark = pytest.mark.sdist
 
 ROOT = Path(__file__).resolve().parents[2]
 # hatchling's default pattern for a version file ([tool.hatch.version] path)

@@ -110,13 +110,12 @@ def test_a_call_past_the_deadline_is_interrupted_and_named() -> None:
         released.wait(30)
         raise ConnectionError("socket shut down")
 
-    started = time.monotonic()
     with pytest.raises(FanOutTimeoutError, match="shard_2") as raised:
         parallel.run_per_shard(
             [lambda: "a", stuck, lambda: "c"], names=["shard_1", "shard_2", "shard_3"], timeout=0.3
         )
     assert raised.value.shards == ["shard_2"]
-    assert released.is_set() and time.monotonic() - started < 5
+    assert released.is_set()  # interrupted by the deadline, not left to its own 30 s
 
 
 def test_a_fan_out_timeout_is_one_warning_naming_the_late_shards(
@@ -179,17 +178,18 @@ def test_an_async_fan_out_timeout_is_one_warning_naming_the_late_shard(
 def test_a_hung_shard_does_not_starve_fan_outs_to_the_others() -> None:
     parallel.set_workers(2)
     hang = threading.Event()
+    returned: list[None] = []
 
     def hung() -> None:
         hang.wait(30)
+        returned.append(None)
 
     try:
         for _ in range(3):  # more stuck calls than the hung shard has threads
             with pytest.raises(FanOutTimeoutError):
                 parallel.run_per_shard([hung, lambda: 1], names=["frozen", "ok"], timeout=0.2)
-        started = time.monotonic()
         assert parallel.run_per_shard([lambda: 1, lambda: 2], names=["ok", "also_ok"]) == [1, 2]
-        assert time.monotonic() - started < 2  # not queued behind the frozen shard
+        assert returned == []  # done while every hung call still hangs: not queued behind
     finally:
         hang.set()
     assert parallel.run_per_shard([lambda: 3, lambda: 4], names=["frozen", "ok"]) == [3, 4]
@@ -239,7 +239,7 @@ def test_the_deadline_holds_while_calls_wait_for_a_slot_and_cancelled_ones_never
 
     def hold() -> None:
         taken.set()
-        release.wait(10)
+        release.wait(30)
 
     holder = threading.Thread(
         target=parallel.run_per_shard,
@@ -249,7 +249,6 @@ def test_the_deadline_holds_while_calls_wait_for_a_slot_and_cancelled_ones_never
     holder.start()
     try:
         assert taken.wait(5)
-        started = time.monotonic()
         with pytest.raises(FanOutTimeoutError) as raised:
             parallel.run_per_shard(
                 [lambda: ran.append("a"), lambda: ran.append("b")],
@@ -257,7 +256,7 @@ def test_the_deadline_holds_while_calls_wait_for_a_slot_and_cancelled_ones_never
                 timeout=0.3,
                 concurrency=1,
             )
-        assert time.monotonic() - started < 2
+        assert holder.is_alive()  # the deadline came while the slot was still held
         assert raised.value.shards == ["a"]
     finally:
         release.set()

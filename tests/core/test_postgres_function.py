@@ -11,6 +11,8 @@ from tests import services
 from uid_fields import INSTAGRAM, SnowflakeLayout
 from uid_fields.sql.postgres import NextIdFunction
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def schema() -> Iterator[tuple[object, str]]:

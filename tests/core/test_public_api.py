@@ -12,6 +12,8 @@ import pytest
 import uid_fields
 from uid_fields.errors import ShardRoutingError
 
+pytestmark = pytest.mark.sdist
+
 CONTRACT = [
     "SnowflakeLayout",
     "DecimalLayout",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -266,16 +265,13 @@ def test_a_shard_still_down_after_the_retries_is_an_error_naming_the_gid_and_the
             shards.cluster.stop()
 
     coordinator = Coordinator(["shard_a", "shard_b"], on_stage=server_down)
-    started = time.monotonic()
     try:
         left = coordinator.commit(shards.in_block, shards.side_cursor, discard=shards.discard)
-        took = time.monotonic() - started
     finally:
         shards.cluster.start()
         shards.reconnect_all()
     gids = coordinator.gids()
     assert left == [gids["shard_a"], gids["shard_b"]]
-    assert took < CommitRetry().within_s + 1.5  # a few attempts, not a hang
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(errors) == 2
     for name in ("shard_a", "shard_b"):
@@ -306,11 +302,10 @@ def test_the_retries_are_configurable(shards: Shards) -> None:
     attempts.clear()
     twophase.configure_commit_retry(CommitRetry(attempts=3, backoff_s=0.01, within_s=1.0))
     try:
-        started = time.monotonic()
         shards.insert("shard_a", 3)
         shards.insert("shard_b", 4)
         Coordinator(["shard_a", "shard_b"]).commit(shards.in_block, side)
-        assert len(attempts) == 3 and time.monotonic() - started < 1.0
+        assert len(attempts) == 3
     finally:
         twophase.configure_commit_retry(CommitRetry())
     with pytest.raises(ValueError, match="attempts"):

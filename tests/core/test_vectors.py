@@ -31,6 +31,8 @@ from uid_fields import (
 )
 from uid_fields.ids.layouts import PRESETS, DecimalLayout, SnowflakeLayout
 
+pytestmark = pytest.mark.sdist
+
 VECTORS = Path(__file__).resolve().parent.parent / "vectors"
 Vector = dict[str, Any]
 

@@ -16,7 +16,7 @@ from uid_fields import locality
 
 from .testapp.models import Customer, Order, PageView, Purchase, PurchaseLine, Ticket, Workspace
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 @pytest.fixture

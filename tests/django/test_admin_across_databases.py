@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from .testapp.models import Board, Card, CardStep, Coupon, Memo
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 @pytest.fixture

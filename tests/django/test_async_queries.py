@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from .testapp.models import Order
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_aget_acreate_acount_and_async_iteration_route_by_id() -> None:

@@ -10,7 +10,7 @@ from django.conf import settings
 from .helpers import capture_all
 from .testapp.models import Order, PageView, Photo, Tag
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_bulk_create_1000_lands_on_every_shard_in_one_batch_each() -> None:

@@ -32,7 +32,7 @@ from .helpers import capture_all
 from .testapp.api import PlainPurchaseSerializer, PurchaseFilter
 from .testapp.models import Customer, Purchase, Ticket, Workspace
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def customers_on_every_shard() -> list[Customer]:

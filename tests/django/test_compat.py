@@ -14,7 +14,7 @@ from tests import private_api
 from tests.django.testapp.models import Ranked
 from uid_fields.django import compat
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 @pytest.mark.parametrize("name", compat.PRIVATE_QUERYSET_API)

@@ -25,7 +25,7 @@ from tests.django.test_cross_database_joins import board_and_card
 from tests.django.testapp.models import Card, CardCover, CardStep, Project, Task, Tenant
 from uid_fields import CrossDatabaseRelationError
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_filter_through_a_soft_key_to_another_shard_finds_the_card() -> None:

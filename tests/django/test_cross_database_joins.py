@@ -28,7 +28,7 @@ from tests.django.testapp.models import (
     Review,
 )
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def board_and_card(*, apart: bool = True, **card: object) -> tuple[Board, Card]:

@@ -12,6 +12,7 @@ from django.db import connections
 from .helpers import capture_all
 
 pytestmark = [
+    pytest.mark.versions,
     pytest.mark.skipif(
         not settings.DATABASE_IDS,
         reason="ids made by PostgreSQL need db_default (Django 5.0+) and PostgreSQL shards",

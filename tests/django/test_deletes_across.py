@@ -34,7 +34,7 @@ from tests.django.testapp.models import (
 from uid_fields.django import ShardedBigIntField, ShardedManager, two_phase_deletes
 from uid_fields.django.relations.deletion import referrer_databases
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 SHARDS = settings.SHARDS
 
 

@@ -18,7 +18,7 @@ from django.test.utils import override_settings
 from tests.django.testapp.models import Order
 
 # The checks given databases read them (W003 compares their migrations).
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def _malformed_map() -> override_settings:

@@ -37,7 +37,7 @@ from .testapp.models import Customer, Order, PageView, Purchase
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from uid_fields import ShardKeyError, WrongShardError
 from uid_fields.django import allow_off_shard_writes
 from uid_fields.placement import Placement
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 OWNER = 7
 

@@ -35,7 +35,7 @@ from uid_fields.django.ops.moves import map_models
 from uid_fields.django.routing import colocated, family_root
 from uid_fields.errors import WrongShardError
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 FAMILY = [Tenant, Project, Label, Task, TaskLabel, Comment]
 

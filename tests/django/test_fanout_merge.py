@@ -21,7 +21,7 @@ from uid_fields.django.routing import database_for_instance
 from uid_fields.errors import UnmergeableQueryError
 from uid_fields.placement import allow_off_shard_writes
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 RANKS = [None, 0, 3, 1, None, 2, 1, 0, 5]
 NAMES = ["a", "B", "A", "b", "é", "e", "Z", "ab", "a b", "_x", "E"]

@@ -28,7 +28,7 @@ built_once = pytest.mark.skipif(
     not compat.PAGES_BUILT_ONCE, reason="Django 6.1: pages are built per shard by Django"
 )
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 @pytest.fixture

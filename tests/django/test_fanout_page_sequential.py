@@ -15,7 +15,7 @@ from django.test import override_settings
 from tests.django.testapp.models import Ranked
 from uid_fields.ops import parallel
 
-pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__", transaction=True)]
 
 
 def test_a_page_with_a_concurrency_of_zero_stays_on_the_calling_thread() -> None:

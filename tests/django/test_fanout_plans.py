@@ -48,7 +48,7 @@ from tests.django.testapp.models import (
 )
 from uid_fields.errors import CrossDatabaseRelationError, UnmergeableQueryError
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 BACKEND = settings.BACKEND
 NAMES = ["ann", "bob", "cy"]

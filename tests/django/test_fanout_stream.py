@@ -21,7 +21,7 @@ from django.db.models.signals import post_init
 
 from tests.django.testapp.models import Ranked
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 RANKS = [None, 0, 3, 1, None, 2, 1, 0, 5]
 NAMES = ["a", "B", "A", "b", "é", "e", "Z", "ab", "a b", "_x", "E"]

@@ -15,7 +15,7 @@ from django.test.utils import override_settings
 from uid_fields.django.connections.fences import FENCE_TRANSLATOR
 from uid_fields.django.connections.replicas import WRITE_WATCHER
 
-pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__", transaction=True)]
 
 
 def mine(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:

@@ -20,6 +20,8 @@ from uid_fields.django.conf import get_generator
 
 from .testapp.models import Customer, LegacyRow, Order, PageView, Photo, PhpRow, Purchase, Tag
 
+pytestmark = pytest.mark.versions
+
 
 def test_ids_exist_at_construction_and_are_plain_values() -> None:
     order = Order()

@@ -14,7 +14,7 @@ from tests.django.testapp.models import Coupon, Customer, Order, Purchase
 from uid_fields import WrongShardError
 from uid_fields.django import allow_off_shard_writes
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def _other_shard(obj: Order) -> str:

@@ -35,7 +35,7 @@ from uid_fields.django import (
 from uid_fields.django.ops.audit import audit_model
 from uid_fields.django.routing import unroutable
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def purchases_on_two_shards() -> tuple[Purchase, Purchase]:

@@ -8,7 +8,7 @@ from django import forms
 from tests.django.testapp.models import Customer, Purchase
 from uid_fields import ShardKeyError
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 class PurchaseForm(forms.ModelForm):  # type: ignore[type-arg]

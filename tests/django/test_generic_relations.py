@@ -18,7 +18,7 @@ from tests.django.testapp.models import (
     Remark,
 )
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_assigning_a_sharded_row_sets_the_content_type_of_default() -> None:

@@ -12,7 +12,7 @@ from uid_fields import ShardKeyError
 
 from .testapp.models import Order, Photo
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 NOT_IDS = ["{} ", " {}", "{}\n", "\t{}", "+{}", "{}.0", "0x{:x}", "{:_}"]
 

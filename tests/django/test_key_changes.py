@@ -29,7 +29,7 @@ from uid_fields import WrongShardError
 from uid_fields.django import allow_off_shard_writes, sharded_atomic
 from uid_fields.placement import Placement
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 OWNER = 7
 

@@ -26,7 +26,7 @@ from uid_fields.django import conf
 from uid_fields.django.query import new_objects as django_new_objects
 from uid_fields.placement import Placement, authority
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 ROWS = 300
 

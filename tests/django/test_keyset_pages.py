@@ -24,7 +24,7 @@ from uid_fields.django import DeepOffsetWarning
 from uid_fields.django.rest import KeysetPagination
 from uid_fields.ops import pages, parallel
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 ROWS = 23
 SIZE = 4

@@ -12,7 +12,7 @@ from django.test.utils import override_settings
 
 from uid_fields.django import ShardRouter
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def tables(alias: str) -> set[str]:

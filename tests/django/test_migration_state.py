@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from tests.django.opsapp.models import Ledger
 from uid_fields.django import ShardRouter
 
-pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__", transaction=True)]
 
 EVERY = ["default", *settings.SHARDS, settings.SPARE]
 BEHIND = "uid_fields.W003"

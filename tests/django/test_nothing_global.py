@@ -13,6 +13,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytestmark = pytest.mark.versions
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "uid_fields"
 

@@ -19,7 +19,7 @@ from uid_fields.django import ShardRouter, ShardRoutingError
 from .helpers import capture_all
 from .testapp.models import Customer, Order, PageView, Photo, PhpRow, Purchase, Tag
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def shard_of(obj: object) -> str:

@@ -34,7 +34,7 @@ from .helpers import capture_all
 from .testapp.api import PublicOrderSerializer, PublicPurchaseSerializer
 from .testapp.models import Customer, Order, PageView, Purchase, Snap
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 KEYS = settings.UID_FIELDS["PUBLIC_IDS"]["KEYS"]
 

@@ -8,7 +8,7 @@ from django.db.models import Count
 from tests.django.testapp.models import Customer, Order, Purchase, Review
 from uid_fields import CrossDatabaseRelationError, ShardRoutingError, WrongShardError
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_bulk_update_groups_the_rows_per_shard() -> None:

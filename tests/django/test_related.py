@@ -10,7 +10,7 @@ from uid_fields import WrongShardError
 from .helpers import capture_all
 from .testapp.models import Customer, Order, Purchase, PurchaseLine
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_children_follow_the_parent_shard() -> None:

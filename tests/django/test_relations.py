@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 
 from tests.django.testapp.models import Basket, Coupon, Customer, Note, Order, PageView
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_ordinary_models_reached_from_a_sharded_row_are_read_from_default() -> None:

@@ -13,7 +13,7 @@ from uid_fields.django import ShardRoutingError
 from .helpers import capture_all
 from .testapp.models import LegacyRow, Order, PageView, Photo, PhpRow
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 SHARDS = settings.SHARDS
 
 

@@ -17,7 +17,7 @@ from tests.django.helpers import capture_all
 from tests.django.testapp.models import Customer, Order, Photo, Purchase
 from uid_fields.errors import ShardRoutingError
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def owners_on_two_shards() -> tuple[int, int]:

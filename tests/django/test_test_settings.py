@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.contrib.auth.hashers import check_password, get_hasher, make_password
 from django.contrib.auth.models import User
@@ -13,9 +11,7 @@ def test_passwords_are_hashed_with_a_fast_hasher() -> None:
     """The admin tests log in a superuser; the default PBKDF2 takes ~1 M iterations per
     hash, which a loaded 2-core machine feels. MD5 is fine for test users."""
     assert get_hasher().algorithm == "md5"
-    started = time.perf_counter()
     assert check_password("pw", make_password("pw"))
-    assert time.perf_counter() - started < 0.5
 
 
 @pytest.mark.django_db

@@ -75,6 +75,7 @@ def _left_behind(namespace: str) -> list[str]:
         connection.close()
 
 
+@pytest.mark.postgres
 @pytest.mark.skipif(settings.BACKEND != "postgres", reason="runs once, in the PostgreSQL pass")
 def test_a_users_suite_runs_twice_and_leaves_no_test_database(tmp_path: Path) -> None:
     (tmp_path / "test_sample.py").write_text(SAMPLE)

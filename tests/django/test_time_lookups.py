@@ -12,7 +12,7 @@ from django.db import connections
 from .helpers import capture_all
 from .testapp.models import Order
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def _orders_around_a_boundary() -> tuple[list[Order], datetime, list[Order]]:

@@ -8,7 +8,7 @@ from django.db import IntegrityError
 from tests.django.testapp.models import Order
 from uid_fields.django import sharded_atomic
 
-pytestmark = pytest.mark.django_db(databases="__all__", transaction=True)
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__", transaction=True)]
 
 
 def test_bulk_create_over_shards_leaves_nothing_when_one_shard_fails() -> None:

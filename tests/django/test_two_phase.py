@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -244,7 +243,6 @@ def test_a_shard_unreachable_after_the_decision_returns_and_says_how_to_finish(
     """Committed-or-will-be-committed: no exception once the commit is decided; an ERROR
     naming the branch left prepared and the command that finishes it."""
     caplog.set_level(logging.INFO, logger="uid_fields.twophase")
-    started = time.monotonic()
     try:
         with sharded_atomic(*ALIASES, two_phase=True):
             insert("tpc_0", 1)
@@ -252,11 +250,9 @@ def test_a_shard_unreachable_after_the_decision_returns_and_says_how_to_finish(
             # New connections to tpc_1 fail from now on: its prepare goes through the
             # block's open connection, its COMMIT PREPARED needs a new one.
             allow_connections(cluster, "tpc_1", False)
-        took = time.monotonic() - started
         left = prepared()
     finally:
         allow_connections(cluster, "tpc_1", True)
-    assert took < 5  # a few attempts within ~2 s, not a hang
     (gid,) = left
     assert gid.endswith(":1")  # tpc_1's branch
     (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]

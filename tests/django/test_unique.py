@@ -32,7 +32,7 @@ from uid_fields.django import checks as uid_checks
 from .helpers import capture_all
 from .testapp.models import Attachment, Order, Ticket, Workspace, WorkspaceSlug
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 SHARDS: list[str] = settings.SHARDS
 

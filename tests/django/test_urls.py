@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from .testapp.models import Customer, Order, PageView, Purchase
 
-pytestmark = pytest.mark.django_db(databases="__all__")
+pytestmark = [pytest.mark.versions, pytest.mark.django_db(databases="__all__")]
 
 
 def test_snowflake_and_sharded_converters() -> None:

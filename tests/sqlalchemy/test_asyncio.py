@@ -25,6 +25,8 @@ from .models import Base, Item, Order
 from .test_sharding_examples import CONTINENTS, SHARD_MAP, cities, weather_models
 from .test_sharding_examples import SHARDS as CONTINENT_SHARDS
 
+pytestmark = pytest.mark.versions
+
 
 async def _exercise(engines: dict[str, AsyncEngine]) -> None:
     for engine in engines.values():

@@ -12,6 +12,8 @@ from uid_fields.sqlalchemy import ShardKeyError, bulk_insert, sharded_session
 from .conftest import SHARDS, recording
 from .models import Item, Order, Photo, order_ids
 
+pytestmark = pytest.mark.versions
+
 
 def test_bulk_insert_through_the_session_runs_one_insert_per_shard(
     shards: dict[str, Engine],

@@ -15,6 +15,8 @@ from uid_fields.sqlalchemy import compat
 
 from .models import Base, Order
 
+pytestmark = pytest.mark.versions
+
 
 def test_select_parts_reads_every_clause() -> None:
     statement = (

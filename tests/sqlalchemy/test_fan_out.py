@@ -18,6 +18,8 @@ from uid_fields.sqlalchemy.fanout import UnmergeableQueryError
 from .conftest import SHARDS, recording
 from .models import Base, Order
 
+pytestmark = pytest.mark.versions
+
 
 @pytest.fixture
 def loaded(shards: dict[str, Engine]) -> Iterator[tuple[dict[str, Engine], Engine]]:

@@ -73,17 +73,14 @@ def test_one_statement_per_shard_at_a_time_with_a_concurrency_of_one(
     watcher.start()
     watching.wait(5)
     callers = [threading.Thread(target=fan_out) for _ in range(2)]
-    started = time.monotonic()
     for caller in callers:
         caller.start()
     for caller in callers:
         caller.join(30)
-    elapsed = time.monotonic() - started
     done.set()
     watcher.join(5)
     assert not errors and counts == [40, 40]
-    assert peak and max(peak.values()) == 1, peak
-    assert elapsed >= 2 * SLEEP_S
+    assert peak and max(peak.values()) == 1, peak  # the second fan-out waited, shard by shard
     assert all(engine.pool.checkedout() == 0 for engine in pg.values())  # all returned
 
 

@@ -54,6 +54,8 @@ from uid_fields.sqlalchemy.types import SnowflakeType
 from .conftest import mysql_url, postgres_url
 from .models import ORDER_LAYOUT, PHOTO_LAYOUT
 
+pytestmark = pytest.mark.versions
+
 
 class Base(DeclarativeBase):
     pass

@@ -24,6 +24,8 @@ from uid_fields.sqlalchemy import ShardedBigIntField, bulk_insert, sharded_sessi
 
 from .models import PHOTO_LAYOUT
 
+pytestmark = pytest.mark.versions
+
 RANKS = [None, 0, 3, 1, None, 2, 1, 0, 5]
 NAMES = ["a", "B", "A", "b", "é", "e", "Z", "ab", "a b", "_x", "E"]
 

@@ -17,6 +17,8 @@ from uid_fields.sqlalchemy import sharded_session
 from .conftest import postgres_orders
 from .models import Order
 
+pytestmark = pytest.mark.versions
+
 
 @pytest.fixture
 def pg(postgres_engines: dict[str, Engine]) -> Iterator[dict[str, Engine]]:

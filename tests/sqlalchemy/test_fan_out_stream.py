@@ -26,6 +26,8 @@ from uid_fields.sqlalchemy import bulk_insert, sharded_session
 from .conftest import SHARDS
 from .models import Order
 
+pytestmark = pytest.mark.versions
+
 ROWS = 400
 CHUNK = 10
 

@@ -23,6 +23,8 @@ from uid_fields.sqlalchemy import (
 from .conftest import recording
 from .models import ORDER_LAYOUT, Event, Order, Photo, event_ids, photo_ids
 
+pytestmark = pytest.mark.versions
+
 
 def test_ids_are_assigned_at_construction() -> None:
     first, second = Order(), Order()

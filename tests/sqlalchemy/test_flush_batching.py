@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
@@ -9,6 +10,8 @@ from uid_fields.sqlalchemy import sharded_session
 
 from .conftest import SHARDS, recording
 from .models import Item, Order, Photo
+
+pytestmark = pytest.mark.versions
 
 
 def test_1000_objects_over_4_shards_take_at_most_8_inserts(shards: dict[str, Engine]) -> None:

@@ -29,6 +29,8 @@ from uid_fields.sqlalchemy.types import SnowflakeType
 
 from .conftest import SHARDS, postgres_url, recording
 
+pytestmark = pytest.mark.versions
+
 EPOCH_MS = 1_704_067_200_000
 post_ids = SnowflakeGenerator(TWITTER.replace(epoch_ms=EPOCH_MS), datacenter=3, worker=1)
 comment_ids = SnowflakeGenerator(TWITTER.replace(epoch_ms=EPOCH_MS), datacenter=3, worker=2)

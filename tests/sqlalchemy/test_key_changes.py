@@ -20,6 +20,8 @@ from uid_fields.sqlalchemy import sharded_session
 
 from .models import Photo
 
+pytestmark = pytest.mark.versions
+
 OWNER = 7
 
 

@@ -24,6 +24,8 @@ from uid_fields.sqlalchemy import listeners, sharded_session
 
 from .models import Photo
 
+pytestmark = pytest.mark.versions
+
 ROWS = 200
 
 

@@ -26,6 +26,8 @@ from uid_fields.sqlalchemy import (
 
 from .models import ORDER_PUBLIC_IDS, Order
 
+pytestmark = pytest.mark.versions
+
 ROWS = 23
 LIMIT = 5
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, event
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from uid_fields import TWITTER, SnowflakeGenerator
 from uid_fields.sqlalchemy import SnowflakeField, SnowflakeType, sharded_session
+
+pytestmark = pytest.mark.versions
 
 LAYOUT = TWITTER.replace(epoch_ms=1_704_067_200_000)
 authors = SnowflakeGenerator(LAYOUT, worker=5)

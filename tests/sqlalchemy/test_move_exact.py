@@ -271,6 +271,7 @@ else:
 """
 
 
+@pytest.mark.stress
 def test_kill_9_of_the_mover_during_the_switch_and_the_cleanup(tmp_path: Path) -> None:
     folder = tmp_path / "dbs"
     folder.mkdir()

@@ -168,6 +168,7 @@ print("VERIFIED" if ok else "DIFFERS")
 """
 
 
+@pytest.mark.stress
 def test_kill_9_of_the_mover_at_random_points_then_a_run_resumes_to_an_exact_copy(
     tmp_path: Path,
 ) -> None:

@@ -22,6 +22,8 @@ from .models import (
     order_ids,
 )
 
+pytestmark = pytest.mark.versions
+
 
 def test_parts_decode_each_scheme() -> None:
     order = Order()

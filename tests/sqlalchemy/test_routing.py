@@ -12,6 +12,8 @@ from uid_fields.sqlalchemy import ShardKeyError, ShardRoutingError, sharded_sess
 from .conftest import SHARDS, recording
 from .models import Event, Item, Order, Photo, Tag
 
+pytestmark = pytest.mark.versions
+
 
 def _orders_on_every_shard(session_shards: dict[str, Engine]) -> dict[str, list[int]]:
     """Enough orders that every shard holds some; returns ids per shard."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
@@ -9,6 +10,8 @@ from uid_fields.sqlalchemy import sharded_session
 
 from .conftest import recording
 from .models import Order
+
+pytestmark = pytest.mark.versions
 
 
 def test_work_rolled_back_to_a_savepoint_is_not_committed(shards: dict[str, Engine]) -> None:

@@ -29,6 +29,8 @@ from uid_fields import INSTAGRAM, KeyRanges, ShardedIdGenerator, ShardMap
 from uid_fields.placement.shards import ByField
 from uid_fields.sqlalchemy import ShardedBigIntField, ShardRoutingError, sharded_session
 
+pytestmark = pytest.mark.versions
+
 LAYOUT = INSTAGRAM.replace(epoch_ms=1_704_067_200_000)
 SHARDS = {
     "North America": "north_america",

@@ -14,6 +14,8 @@ from uid_fields.sqlalchemy import ShardRoutingError, sharded_session
 from .conftest import SHARDS, recording
 from .models import Order, Photo
 
+pytestmark = pytest.mark.versions
+
 
 def _photos_of_keys(shards: dict[str, Engine]) -> dict[int, tuple[str, int]]:
     """Photos of owners spread until every shard has one: owner -> (shard, how many)."""

@@ -14,6 +14,8 @@ from uid_fields.sqlalchemy import bulk_insert, sharded_session
 from .conftest import recording
 from .models import EPOCH_MS, ORDER_LAYOUT, Order
 
+pytestmark = pytest.mark.versions
+
 START_MS = EPOCH_MS + 86_400_000 * 400
 
 

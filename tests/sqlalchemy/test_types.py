@@ -18,6 +18,8 @@ from uid_fields.sqlalchemy import LocalityUUIDType, SnowflakeType, allow_off_sha
 from .conftest import recording
 from .models import ORDER_LAYOUT, Event, Order, Photo
 
+pytestmark = pytest.mark.versions
+
 
 class MySnowflake(SnowflakeType):
     pass

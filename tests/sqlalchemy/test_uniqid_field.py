@@ -16,6 +16,8 @@ from uid_fields.sqlalchemy import UniqIdField, sharded_session
 
 from .conftest import SHARDS, recording
 
+pytestmark = pytest.mark.versions
+
 
 class UniqBase(DeclarativeBase):
     pass

@@ -1,7 +1,7 @@
 """A Python service joins a running PHP+Redis fleet with the same server and worker.
 
 Two PHP processes (the post's Lua script, run in a throwaway Redis) and one Python
-process make 20,000 ids each at the same time, all with server 3 and worker 7. With this
+process make 10,000 ids each at the same time, all with server 3 and worker 7. With this
 library's own keys the Python process starts every millisecond's counter again at 0
 beside PHP's, and the ids collide. With ``mode="php"`` it shares PHP's counters.
 
@@ -27,7 +27,7 @@ from tests.redis_servers import redis_server
 from tests.stress.procs import php_fleet_worker
 from uid_fields import PHP_REDIS
 
-PER_PROCESS = 20_000
+PER_PROCESS = 10_000
 
 
 def run_fleet(url: str, mode: str, php: str = "php") -> tuple[list[int], list[int]]:

@@ -96,9 +96,11 @@ def test_a_lease_stolen_under_load_is_fenced(prefix: str) -> None:
     other.thread.start()
     time.sleep(0.2)
     services.redis_client().set(victim_lease.key(0), "thief", px=60_000)
-    stolen = time.monotonic()
+    # A hang guard only (the renewal pause is 0.3 s): what the theft costs is asserted
+    # below, on the ids made after it.
+    deadline = time.monotonic() + 30
     while victim_lease.losses == 0:
-        assert time.monotonic() - stolen < 0.9 / 3 + 0.5, "theft not detected"
+        assert time.monotonic() < deadline, "theft not detected"
         time.sleep(0.005)
     detected = time.monotonic()
     # The thief now issues ids as worker 0.
