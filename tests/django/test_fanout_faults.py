@@ -133,14 +133,12 @@ def test_connecting_to_a_frozen_shard_counts_inside_the_deadline_and_names_it(
     with _with_timeout(1.5):
         for read in ("page", "count"):
             parallel.shutdown()  # the pool's connections closed: each fan-out connects
-            started = time.monotonic()
             with pytest.raises(FanOutTimeoutError, match=FROZEN) as raised:
                 if read == "page":
                     list(Order.objects.on_all_shards().order_by("-id")[:5])
                 else:
                     Order.objects.on_all_shards().count()
             assert raised.value.shards == [FROZEN]
-            assert time.monotonic() - started < 7.5  # a hang detector: 5x the deadline
     options = entry.setdefault("OPTIONS", {})
     options["connect_timeout"] = 1  # the driver gives up first: its error names the shard
     try:
