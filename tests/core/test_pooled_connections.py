@@ -22,6 +22,8 @@ from tests.pgbouncer import running_pgbouncer
 from uid_fields import TWITTER, DatabaseLease, SnowflakeGenerator
 from uid_fields.clock import ManualMonotonicClock
 
+pytestmark = pytest.mark.postgres  # PostgreSQL behind a throwaway PgBouncer
+
 
 def _preparing_client(port: int, stop: threading.Event) -> None:
     """Another application's connection: every statement prepared at once, each under

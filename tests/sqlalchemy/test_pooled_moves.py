@@ -19,6 +19,8 @@ from tests.stress.logical_move_app import HIGH, LOW, Old
 from uid_fields import ReplicationUnavailable
 from uid_fields.sqlalchemy import logical_shard_move, sharded_session
 
+pytestmark = pytest.mark.postgres  # PostgreSQL behind a throwaway PgBouncer
+
 
 @pytest.fixture
 def pooled_engines() -> Iterator[dict[str, Engine]]:
