@@ -347,9 +347,10 @@ def may_run_at_once(vendors: Iterable[str], *, holds_shard_work: bool) -> bool:
     """Whether a fan-out may read every shard at once, each on a connection of its own
     (a pool thread's): the rule both adapters follow. Not when a shard is SQLite (its
     connections belong to the caller's thread, and a file gains nothing from threads),
-    and not when the caller holds work for a shard that no connection has yet (a
-    session's changes waiting for their flush): then the shards are read one after
-    another through the caller. A transaction's connection is no such reason: the
+    and not when the caller holds work that the pool's connections cannot see (a
+    session's changes waiting for their flush; a transaction's writes on a database the
+    query reads while it compiles): then the shards are read one after another through
+    the caller. A transaction's connection is no such reason: the
     adapters read it where it is (``run_per_shard(here=...)``) or lend it to a pool
     thread, at the same time as the other shards. ``vendors`` are the shards'
     backend names (Django's ``connection.vendor``, SQLAlchemy's ``dialect.name``)."""

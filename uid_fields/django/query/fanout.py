@@ -42,11 +42,13 @@ from ..compat import (
     ordering_request,
     related_populators,
     selected_names,
+    where_of,
 )
 from ..conf import conf
 from ..connections import pool_connections  # noqa: F401  (pool connections follow requests)
 from ..connections.fences import FENCE_TRANSLATOR
 from ..connections.replicas import WRITE_WATCHER, read_alias, read_pins
+from ..relations.relation_filters import RelatedKeysIn
 
 #: A query of one shard, run as Django runs it (the sharded QuerySet's per-shard clones).
 ShardQuery = models.QuerySet[Any]
@@ -703,8 +705,12 @@ def gather(shards: Sequence[ShardQuery], work: Callable[[Any], Any]) -> list[Any
     aliases = _chosen_reads(shards)
     # A shard inside ``atomic`` is read on the transaction's own connection, lent to
     # a pool thread (``_on_held``): the transaction is no reason to read one by one.
+    # But a filter through a relation on another database reads that database while the
+    # query compiles, on the pool thread's own connection, which would not see what
+    # this thread's transaction wrote there: such a query is read here, one by one.
     at_once = parallel.may_run_at_once(
-        [connections[alias].vendor for alias in aliases], holds_shard_work=False
+        [connections[alias].vendor for alias in aliases],
+        holds_shard_work=_in_a_transaction() and any(_reads_elsewhere(s) for s in shards),
     )
     calls = [
         _on_held(alias, shard, work)
@@ -719,6 +725,23 @@ def gather(shards: Sequence[ShardQuery], work: Callable[[Any], Any]) -> list[Any
         timeout=conf.FAN_OUT_TIMEOUT,
         concurrency=conf.FAN_OUT_CONCURRENCY,
     )
+
+
+def _in_a_transaction() -> bool:
+    """Whether any of this thread's open connections is inside ``atomic``."""
+    return any(c.in_atomic_block for c in connections.all(initialized_only=True))
+
+
+def _reads_elsewhere(shard: ShardQuery) -> bool:
+    """Whether the query filters through a relation to rows of another database
+    (``RelatedKeysIn``), whose keys are read from there when it compiles."""
+    pending = [where_of(shard.query)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, RelatedKeysIn):
+            return True
+        pending.extend(getattr(node, "children", ()))
+    return False
 
 
 def _on_held(alias: str, shard: Any, work: Callable[[Any], Any]) -> Callable[[], Any]:
