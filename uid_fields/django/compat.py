@@ -84,6 +84,7 @@ __all__ = [
     "lent_connection",
     "max_related_depth",
     "migration_progress",
+    "prefetch_lookups",
     "prepared_for_delete",
     "related_populators",
     "select_related_request",
@@ -107,6 +108,7 @@ PRIVATE_QUERYSET_API = (
     "_raw_delete",
     "_extract_model_params",
     "_known_related_objects",
+    "_prefetch_related_lookups",
 )
 
 #: The QuerySet hooks ``ShardedQuerySet`` overrides: defined (and ``super()``-called) in
@@ -199,6 +201,11 @@ PRIVATE_API = (
 
 
 # -- a QuerySet's private state, read and set --------------------------------------------
+
+
+def prefetch_lookups(queryset: models.QuerySet[Any]) -> tuple[Any, ...]:
+    """The ``prefetch_related()`` lookups of ``queryset`` (run when it is evaluated)."""
+    return tuple(queryset._prefetch_related_lookups)  # type: ignore[attr-defined]
 
 
 def explicit_database(queryset: models.QuerySet[Any]) -> str | None:

@@ -40,6 +40,7 @@ from ..compat import (
     limited,
     limits,
     ordering_request,
+    prefetch_lookups,
     related_populators,
     selected_names,
     where_of,
@@ -733,8 +734,12 @@ def _in_a_transaction() -> bool:
 
 
 def _reads_elsewhere(shard: ShardQuery) -> bool:
-    """Whether the query filters through a relation to rows of another database
-    (``RelatedKeysIn``), whose keys are read from there when it compiles."""
+    """Whether the query reads other databases while a shard's rows are read: a filter
+    through a relation to rows of another database (``RelatedKeysIn``, whose keys are
+    read from there when it compiles), or ``prefetch_related()`` lookups (on Django 6.1,
+    where each shard's rows are built by Django, prefetched with them)."""
+    if prefetch_lookups(shard):
+        return True
     pending = [where_of(shard.query)]
     while pending:
         node = pending.pop()
