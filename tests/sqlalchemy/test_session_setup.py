@@ -98,6 +98,14 @@ def test_hooks_run_where_they_ran(shards: dict[str, Engine]) -> None:
         event.listen(session, "do_orm_execute", _count_calls(both))
         session.execute(statement).all()
     assert both == SHARDS and before == ["None", "None"]
+    # A hook given to a sessionmaker whose sessions were built already holds for the next.
+    later = sharded_sessionmaker(shards)
+    later().close()
+    once: list[str] = []
+    event.listen(later, "do_orm_execute", _count_calls(once))
+    with later() as session:
+        session.execute(statement).all()
+    assert once == ["None"]
 
 
 def test_sessions_of_one_maker_route_and_write(shards: dict[str, Engine]) -> None:

@@ -445,9 +445,11 @@ def last_statement_hook(session: Session) -> Any:
 def _class_listeners(cls: type[Session]) -> Sequence[Any]:
     """The live list of ``cls``'s ``do_orm_execute`` listeners: what the dispatcher of
     an instance without listeners of its own reads (its ``parent_listeners``)."""
-    probe = cls.__new__(cls)  # no __init__: only its dispatcher is read
-    listeners = probe.dispatch.do_orm_execute
-    found: Sequence[Any] = getattr(listeners, CLASS_LISTENERS)
+    try:
+        probe = cls.__new__(cls)  # no __init__: only its dispatcher is read
+        found: Sequence[Any] = getattr(probe.dispatch.do_orm_execute, CLASS_LISTENERS)
+    except Exception:  # a class built otherwise: its sessions listen on themselves
+        return ()
     return found
 
 
