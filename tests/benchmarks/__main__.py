@@ -21,12 +21,13 @@ from . import report
 from .harness import Section, machine, versions
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUPS = ("gen", "memory", "pg", "mysql", "django", "fanout", "redis")
+GROUPS = ("gen", "memory", "session", "pg", "mysql", "django", "fanout", "redis")
 
 FULL: dict[str, dict[str, Any]] = {
     "gen": {},
     "public_ids": {},
     "memory": {"count": 1_000_000},
+    "session": {"calls": 2000, "rounds": 7},
     "sqla": {"rows": 100_000, "rounds": 3},
     "mysql": {"rows": 100_000, "rounds": 3},
     "index": {"rows": 1_000_000},
@@ -48,6 +49,7 @@ QUICK: dict[str, dict[str, Any]] = {
     },
     "public_ids": {"duration": 0.02, "rounds": 1},
     "memory": {"count": 10_000},
+    "session": {"calls": 20, "rounds": 1},
     "sqla": {"rows": 1000, "rounds": 1},
     "mysql": {"rows": 1000, "rounds": 1},
     "index": {"rows": 5000},
@@ -103,12 +105,22 @@ def _reachable(group: str) -> str | None:
 
 
 def run(groups: list[str], quick: bool) -> tuple[list[Section], dict[str, Any], list[str]]:
-    from . import databases, fan_out_page, generation, keyed_writes, memory, public_ids, redis_cost
+    from . import (
+        databases,
+        fan_out_page,
+        generation,
+        keyed_writes,
+        memory,
+        public_ids,
+        redis_cost,
+        sessions,
+    )
 
     params = QUICK if quick else FULL
     plan: dict[str, list[tuple[str, Callable[..., tuple[list[Section], dict[str, Any]]]]]] = {
         "gen": [("gen", generation.run), ("public_ids", public_ids.run)],
         "memory": [("memory", memory.run)],
+        "session": [("session", sessions.run)],
         "pg": [
             ("sqla", databases.run_sqla),
             ("index", databases.run_index_size),

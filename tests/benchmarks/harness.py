@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "Result",
@@ -74,11 +74,14 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+_S = TypeVar("_S")
+
+
 def alternate(
-    candidates: Sequence[tuple[str, Callable[[], float]]], rounds: int
-) -> dict[str, list[float]]:
+    candidates: Sequence[tuple[str, Callable[[], _S]]], rounds: int
+) -> dict[str, list[_S]]:
     """Run every candidate once per round, rotating the order; all samples by name."""
-    samples: dict[str, list[float]] = {name: [] for name, _ in candidates}
+    samples: dict[str, list[_S]] = {name: [] for name, _ in candidates}
     for index in range(rounds):
         shift = index % len(candidates) if candidates else 0
         for name, measure in [*candidates[shift:], *candidates[:shift]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.benchmarks import generation, memory, public_ids, report
+from tests.benchmarks import generation, memory, public_ids, report, sessions
 from tests.benchmarks.harness import alternate, machine, rate, versions
 
 pytestmark = pytest.mark.bench
@@ -42,6 +42,16 @@ def test_generation_benchmark_runs_every_candidate() -> None:
     for candidate in generation.candidates():
         if candidate.kind == "uid_fields":
             assert data["duplicates"][candidate.name] == 0, candidate.name
+
+
+def test_session_benchmark_reports_wall_and_cpu_of_each_candidate() -> None:
+    sections, data = sessions.run(calls=3, rounds=1)
+    keys = {key for key, _ in sessions.CANDIDATES}
+    assert all(set(figures) == keys for figures in data["session"].values())
+    assert set(data["session"]) == {"build wall", "build CPU", "wall", "CPU"}
+    assert len(sections[0].rows) == len(keys)
+    goals = [row for row in report.targets(data).rows if "sharded_session()" in row[0]]
+    assert len(goals) == 2 and all(row[2] in ("met", "NOT MET") for row in goals)
 
 
 def test_memory_measure_reports_every_cost() -> None:

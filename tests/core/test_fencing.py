@@ -7,6 +7,7 @@ import pytest
 
 from uid_fields import TWITTER, LeaseLostError, ManualClock, SnowflakeGenerator
 from uid_fields.errors import UidFieldsError
+from uid_fields.ids.nodes import FencedSource, FromEnv, is_fenced
 
 
 class Switch:
@@ -86,3 +87,12 @@ def test_a_new_node_within_the_same_unit_starts_at_the_next_unit() -> None:
     after = [TWITTER.decompose(i) for i in gen.next_ids(3)]
     assert {p.worker for p in after} == {9}
     assert after[0].sequence == 0 and after[0].timestamp_ms == first.timestamp_ms + 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0, 7, True, Switch(3), FromEnv("UID_FIELDS_TEST_WORKER"), "7", None, 7.0],
+    ids=["zero", "int", "bool", "lease-like", "from-env", "text", "none", "float"],
+)
+def test_is_fenced_answers_as_the_protocol_does(value: object) -> None:
+    assert is_fenced(value) == isinstance(value, FencedSource)

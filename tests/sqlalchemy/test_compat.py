@@ -138,6 +138,14 @@ def _holders() -> dict[tuple[str, ...], list[Any]]:
         compat.PRIVATE_RESULT_METADATA_API: [result._metadata],
         compat.PRIVATE_SESSION_API: [session],
         compat.PRIVATE_SHARDED_SESSION_API: [ShardedSession],
+        compat.PRIVATE_SHARDED_SESSION_INSTANCE_API: [
+            ShardedSession(
+                shard_chooser=lambda *args, **kwargs: "a",
+                identity_chooser=lambda *args, **kwargs: ["a"],
+                execute_chooser=lambda *args, **kwargs: ["a"],
+                shards={"a": engine},
+            )
+        ],
         compat.PRIVATE_ELEMENT_API: [Order.__table__.c.id],
     }
 

@@ -36,7 +36,7 @@ from ..clock import Clock, system_clock
 from ..errors import ClockMovedBackwardsError, ForkedGeneratorError, LayoutExhaustedError
 from .layouts import DecimalLayout, DecimalParts, IntLayout, SnowflakeLayout, SnowflakeParts
 from .leases import Lease
-from .nodes import FencedSource, NodeValue, resolve_node
+from .nodes import FencedSource, NodeValue, is_fenced, resolve_node
 from .sequences import SequenceSource
 
 __all__ = [
@@ -293,9 +293,7 @@ class SnowflakeGenerator(_BlockGenerator):
         # (and claims) before it makes the block of any time unit.
         self._node_bits = layout.node_bits(node)
         self._span = (layout.max_sequence + 1) << layout.sequence_shift  # one unit's ids
-        self._fenced = tuple(
-            (name, s) for name, s in self._sources.items() if isinstance(s, FencedSource)
-        )
+        self._fenced = tuple((name, s) for name, s in self._sources.items() if is_fenced(s))
         self._leased = {name: node[name] for name, _ in self._fenced if name in node}
         self._space = (
             f"{layout.epoch_ms}:{layout.time_shift}:{layout.sequence_shift}:{self._node_bits}"
@@ -535,7 +533,7 @@ class DecimalGenerator(_BlockGenerator):
             self._server = resolve_node(
                 server, field="server", bits=None, maximum=layout.max_server
             )
-        if isinstance(server, FencedSource):
+        if is_fenced(server):
             self._fenced = (("server", server),)
             self._leased = {} if self._unclaimed else {"server": self._server}
         self._random = random.Random()

@@ -41,8 +41,13 @@ class Pins:
         *,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        # finite: a NaN deadline never passes, and would pin the primary for good
-        self.seconds = float(check.non_negative_number("pin seconds", seconds))
+        # finite: a NaN deadline never passes, and would pin the primary for good (the
+        # default is not checked again: a session per request makes one of these)
+        self.seconds = (
+            seconds
+            if seconds is DEFAULT_PIN_SECONDS
+            else float(check.non_negative_number("pin seconds", seconds))
+        )
         self.clock = clock or time.monotonic
         self._until: dict[str, float] = {}
 

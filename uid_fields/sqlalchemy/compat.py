@@ -24,14 +24,15 @@ and names it so to stay clear of column names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.engine import FrozenResult, IteratorResult, Result
 from sqlalchemy.engine.result import SimpleResultMetaData
-from sqlalchemy.ext.horizontal_shard import execute_and_instances
+from sqlalchemy.ext.horizontal_shard import ShardedSession, execute_and_instances
 from sqlalchemy.orm import (
     Mapper,
     Query,
@@ -60,6 +61,7 @@ __all__ = [
     "is_plain_select",
     "joined_relationships",
     "label_reference",
+    "last_statement_hook",
     "legacy_get_arguments",
     "loaded_object",
     "object_result",
@@ -68,6 +70,7 @@ __all__ = [
     "result_of",
     "rows_result",
     "select_parts",
+    "start_shard_binds",
     "stream_rows",
     "streamed_result",
     "without_having",
@@ -133,6 +136,17 @@ PRIVATE_SESSION_API = ("_flushing",)
 #: also sets the instance's identity token).
 PRIVATE_SHARDED_SESSION_API = ("_choose_shard_and_assign",)
 
+#: The attribute ``ShardedSession.__init__`` keeps each shard's bind in (its private
+#: ``__shards``), set by ``start_shard_binds``.
+SHARD_BINDS = "_ShardedSession__shards"
+
+#: ``ShardedSession`` instance attributes.
+PRIVATE_SHARDED_SESSION_INSTANCE_API = (SHARD_BINDS,)
+
+#: The attribute of an event's dispatcher (on an instance without listeners of its own)
+#: that is its class's list of listeners, kept by SQLAlchemy and added to in place.
+CLASS_LISTENERS = "parent_listeners"
+
 #: ``ClauseElement`` methods (a column without its ORM annotations).
 PRIVATE_ELEMENT_API = ("_deannotate",)
 
@@ -143,6 +157,7 @@ PRIVATE_API = (
     + PRIVATE_LOAD_OPTIONS_API
     + PRIVATE_COMPILED_API
     + PRIVATE_TYPE_API
+    + PRIVATE_SHARDED_SESSION_INSTANCE_API
     + PRIVATE_RESULT_API
     + PRIVATE_RESULT_METADATA_API
     + PRIVATE_SESSION_API
@@ -410,6 +425,48 @@ def has_statement_hooks(session: Session) -> bool:
 
 #: The attribute that marks the adapter's own ``do_orm_execute`` hooks.
 OWN_HOOK = "uid_fields_own_hook"
+
+
+def last_statement_hook(session: Session) -> Any:
+    """The ``do_orm_execute`` listener registered last on ``session``'s class (None if
+    none): right after construction, the one that runs last for the session.
+
+    Read without making the session's own dispatcher (which costs more than the rest of
+    a sharded session's constructor): SQLAlchemy keeps one list of listeners per class
+    and adds to it in place, so the list is looked up once per class and then read.
+    """
+    cls = type(session)
+    hooks = _class_hooks.get(cls)
+    if hooks is None:
+        hooks = _class_hooks[cls] = _class_listeners(cls)
+    return hooks[-1] if hooks else None
+
+
+def _class_listeners(cls: type[Session]) -> Sequence[Any]:
+    """The live list of ``cls``'s ``do_orm_execute`` listeners: what the dispatcher of
+    an instance without listeners of its own reads (its ``parent_listeners``)."""
+    try:
+        probe = cls.__new__(cls)  # no __init__: only its dispatcher is read
+        found: Sequence[Any] = getattr(probe.dispatch.do_orm_execute, CLASS_LISTENERS)
+    except Exception:  # a class built otherwise: its sessions listen on themselves
+        return ()
+    return found
+
+
+_class_hooks: weakref.WeakKeyDictionary[type, Sequence[Any]] = weakref.WeakKeyDictionary()
+
+
+def start_shard_binds(session: ShardedSession, binds: Mapping[str, Any]) -> None:
+    """What ``ShardedSession.__init__`` sets up for ``bind_shard()``: the empty map of
+    shard name to bind it keeps in a private attribute; then each of ``binds`` bound.
+    (The sharded session runs ``Session.__init__`` itself, past ShardedSession's, whose
+    one other step is a ``do_orm_execute`` listener registered on every instance.)"""
+    if type(session).bind_shard is ShardedSession.bind_shard:
+        setattr(session, SHARD_BINDS, dict(binds))  # what its bind_shard() does, at once
+        return
+    setattr(session, SHARD_BINDS, {})
+    for name, bind in binds.items():
+        session.bind_shard(name, bind)
 
 
 def observed(engine: Any, *, own: int = 0) -> bool:

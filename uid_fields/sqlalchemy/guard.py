@@ -15,6 +15,7 @@ through.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ from ..placement import (
 )
 from .routing import Router, TableRoute
 
-__all__ = ["check_writes", "guard_router", "keys_checked"]
+__all__ = ["check_writes", "checked_writes", "guard_changes", "guard_router", "keys_checked"]
 
 #: Set while a sharded session flushes: per table, the (id, shard key) pairs of the rows
 #: it placed itself just before (the core's rule, id against key).
@@ -64,6 +65,16 @@ class _Guard:
 
 
 _guards: weakref.WeakKeyDictionary[Engine, _Guard] = weakref.WeakKeyDictionary()
+# How many times check_writes installed or replaced guards (see guard_changes).
+_changes = 0
+_guards_lock = threading.Lock()
+
+
+def guard_changes() -> int:
+    """A count that moves whenever ``check_writes`` installs or replaces a guard: a
+    caller that saw its engines guarded at one count knows them guarded so while the
+    count stays (a sharded session per request checks its eight engines once)."""
+    return _changes
 
 
 def check_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = None) -> None:
@@ -73,23 +84,33 @@ def check_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = 
     ``engines`` maps shard names to engines as a sharded session does (the same names,
     the same optional ``shard_map``). Calling it again for an engine replaces its shard.
     """
-    names = list(engines)
-    known = [_guards.get(engine) for engine in engines.values()]
-    first = known[0] if known else None
-    if first is not None and all(
-        guard is not None
-        and guard.router is first.router
-        and guard.shard == name
-        and first.router.shard_names == names
-        and first.router.shard_map is shard_map
-        for guard, name in zip(known, names, strict=True)
-    ):
-        return  # guarded so already: a session per request builds no router again
-    router = Router(names, shard_map)
-    for name, engine in engines.items():
-        if engine not in _guards:
-            event.listen(engine, "before_cursor_execute", _check)
-        _guards[engine] = _Guard(name, router)
+    checked_writes(engines, shard_map=shard_map)
+
+
+def checked_writes(engines: Mapping[str, Engine], *, shard_map: ShardMap | None = None) -> int:
+    """``check_writes``, answering the ``guard_changes()`` count the engines are
+    guarded so at (read under the same lock, so no other change slips between)."""
+    global _changes
+    with _guards_lock:
+        names = list(engines)
+        known = [_guards.get(engine) for engine in engines.values()]
+        first = known[0] if known else None
+        if first is not None and all(
+            guard is not None
+            and guard.router is first.router
+            and guard.shard == name
+            and first.router.shard_names == names
+            and first.router.shard_map is shard_map
+            for guard, name in zip(known, names, strict=True)
+        ):
+            return _changes  # guarded so already: a session per request builds no router
+        router = Router(names, shard_map)
+        for name, engine in engines.items():
+            if engine not in _guards:
+                event.listen(engine, "before_cursor_execute", _check)
+            _guards[engine] = _Guard(name, router)
+        _changes += 1
+        return _changes
 
 
 def guard_router(engine: Engine) -> Router | None:

@@ -13,6 +13,7 @@ confined as their criteria are. Anything else is unconstrained: a fan-out.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -94,11 +95,16 @@ class TableRoute:
 
 
 class Router:
-    """Routing decisions for one set of shards (one per sharded session).
+    """Routing decisions for one set of shards, shared by every session over them.
 
     Each uid column carries its own route (and may carry its own map); ``shard_map`` is
     only the default for columns without one, and a column whose ids it cannot read is
     a ``ConfigurationError`` when the table is first routed, before any statement.
+
+    A table's route is resolved once, under a lock (sessions of several threads share
+    one router); a route resolved while a foreign key named a table not in the metadata
+    yet is resolved again by the next session (``forget_unsettled``), as it was when
+    every session had a router of its own.
     """
 
     def __init__(
@@ -121,6 +127,9 @@ class Router:
         self.default_shard = default_shard
         self._order = {name: i for i, name in enumerate(self.shard_names)}
         self._routes: dict[Table, TableRoute | None] = {}
+        self._unsettled_tables: set[Table] = set()  # routed without a foreign key's table
+        self._tables_resolving: set[Table] = set()  # a cycle of foreign keys: no parent
+        self._routes_lock = threading.RLock()
 
     def order(self, shard: str) -> int:
         return self._order[shard]
@@ -146,43 +155,73 @@ class Router:
         return placement
 
     def table_route(self, table: Table) -> TableRoute | None:
-        if table not in self._routes:
-            self._routes[table] = None  # a cycle of foreign keys resolves to no parent
-            try:
-                self._routes[table] = self._resolve(table)
-            except BaseException:
-                del self._routes[table]  # refused: asked again (and refused again) next time
-                raise
-        return self._routes[table]
+        try:
+            return self._routes[table]  # None too: the table has no route
+        except KeyError:
+            pass
+        with self._routes_lock:
+            return self._route_locked(table)[0]
 
-    def _parents(self, table: Table) -> list[tuple[Column[Any], FieldConfig]]:
-        """Foreign keys of ``table`` to uid columns of tables routed by their own ids."""
+    def forget_unsettled(self) -> None:
+        """Resolve again the routes resolved while a foreign key named a table that was
+        not in the metadata (a model imported later may be that parent)."""
+        if self._unsettled_tables:
+            with self._routes_lock:
+                for table in self._unsettled_tables:
+                    self._routes.pop(table, None)
+                self._unsettled_tables.clear()
+
+    def _route_locked(self, table: Table) -> tuple[TableRoute | None, bool]:
+        """The route of ``table`` and whether it is settled (every foreign key read)."""
+        if table in self._routes:
+            return self._routes[table], table not in self._unsettled_tables
+        if table in self._tables_resolving:
+            return None, True
+        self._tables_resolving.add(table)
+        try:
+            # refused (ConfigurationError): asked again, and refused again, next time
+            route, settled = self._resolve(table)
+        finally:
+            self._tables_resolving.discard(table)
+        self._routes[table] = route
+        if not settled:
+            self._unsettled_tables.add(table)
+        return route, settled
+
+    def _parents(self, table: Table) -> tuple[list[tuple[Column[Any], FieldConfig]], bool]:
+        """Foreign keys of ``table`` to uid columns of tables routed by their own ids,
+        and whether every foreign key (and every such parent's route) could be read."""
         found = []
+        settled = True
         for column in table.columns:
             for foreign_key in column.foreign_keys:
                 try:
                     target = foreign_key.column
                 except Exception:  # the referenced table is not in this metadata
+                    settled = False
                     continue
                 config = field_config(target)
                 if config is None or not isinstance(target.table, Table):
                     continue
-                route = self.table_route(target.table) if target.table is not table else None
+                route = None
+                if target.table is not table:
+                    route, known = self._route_locked(target.table)
+                    settled = settled and known
                 if route is not None and not route.by_parent and route.column is target:
                     found.append((column, config))
-        return found
+        return found, settled
 
-    def _resolve(self, table: Table) -> TableRoute | None:
+    def _resolve(self, table: Table) -> tuple[TableRoute | None, bool]:
         own = [c for c in table.columns if field_config(c) is not None]
         own.sort(key=lambda c: not c.primary_key)
         config = field_config(own[0]) if own else None
-        parents = self._parents(table)
+        parents, settled = self._parents(table)
         if config is not None and not _follows_parent(config, parents):
             placement = self.placement_for(config)
             key_column = None
             if config.shard_key_column is not None and placement.embeds_shard:
                 key_column = table.columns.get(config.shard_key_column)
-            return TableRoute(
+            route = TableRoute(
                 table,
                 column=own[0],
                 config=config,
@@ -190,16 +229,18 @@ class Router:
                 by_parent=False,
                 key_column=key_column,
             )
+            return route, settled
         if parents:
             column, parent = parents[0]
-            return TableRoute(
+            route = TableRoute(
                 table,
                 column=column,
                 config=parent,
                 placement=self.placement_for(parent),
                 by_parent=True,
             )
-        return None
+            return route, settled
+        return None, settled
 
     # -- criteria --------------------------------------------------------------------
     def column_shards(self, column: Any, value: Any) -> tuple[str, ...] | None:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Table, event, inspect
 from sqlalchemy.engine import Connection, Engine, Result
+from sqlalchemy.ext.horizontal_shard import ShardedSession, execute_and_instances
 from sqlalchemy.orm import Mapper, ORMExecuteState, sessionmaker
 from sqlalchemy.orm.interfaces import MANYTOONE
 from sqlalchemy.orm.state import InstanceState
@@ -37,20 +38,28 @@ from ..ops.parallel import DEFAULT_TIMEOUT_S, check_concurrency
 from ..ops.replicas import DEFAULT_PIN_SECONDS, Pins, ReadReplicas
 from ..placement import id_for_new_object
 from ..placement.shards import ShardMap
-from .compat import OWN_HOOK, is_flushing, is_plain_select
+from .compat import (
+    OWN_HOOK,
+    is_flushing,
+    is_plain_select,
+    last_statement_hook,
+    start_shard_binds,
+)
 from .fields import FieldConfig
-from .guard import check_writes
 from .listeners import made_for, set_made_id
-from .routing import Router, TableRoute
+from .routing import TableRoute
 from .session_reads import FAN_OUT, ShardedIdQuery, ShardedReadsMixin, selects_aggregates
+from .session_setup import shard_setup
 from .session_writes import ShardedWritesMixin
-from .twophase import check_postgresql
 
 #: SQLAlchemy's ShardedSession arguments that this session's routing answers itself
 #: (``id_chooser``/``query_chooser`` are their 1.4 names).
 CHOOSERS = ("shard_chooser", "identity_chooser", "execute_chooser", "id_chooser", "query_chooser")
 
 _O = TypeVar("_O", bound=object)
+
+# The replicas of a session given none: nothing to choose from, so nothing per session.
+_NO_REPLICAS: ReadReplicas[Engine] = ReadReplicas({})
 
 __all__ = [
     "FAN_OUT",
@@ -89,18 +98,28 @@ class ShardedIdSession(ShardedReadsMixin, ShardedWritesMixin):
                 stacklevel=2,
             )
             read_your_writes_seconds = kwargs.pop("read_your_writes_s")
-        refuse_choosers(kwargs)
+        if kwargs:
+            refuse_choosers(kwargs)
         shards = dict(shards or {})
-        self.router = Router(list(shards), shard_map, default_shard)
-        unknown = sorted(set(replicas or {}) - set(shards))
-        if unknown:
-            raise ValueError(f"replicas name databases that are not shards: {unknown}")
+        # The router, write guards and dialect check of these engines: made by the first
+        # session over them, shared by every later one (a session per request).
+        setup = shard_setup(shards, shard_map, default_shard)
+        self.router = setup.router
         #: Engines that may answer reads of each shard, and this session's
         #: read-your-writes pins (``uid_fields.replicas``).
-        self.read_replicas: ReadReplicas[Engine] = ReadReplicas(replicas or {})
+        self.read_replicas: ReadReplicas[Engine] = _NO_REPLICAS
+        if replicas:
+            unknown = sorted(set(replicas) - set(shards))
+            if unknown:
+                raise ValueError(f"replicas name databases that are not shards: {unknown}")
+            self.read_replicas = ReadReplicas(replicas)
         self.read_pins = Pins(read_your_writes_seconds, clock=clock)
         #: Seconds ``on_all_shards`` waits for every shard (``FanOutTimeoutError`` after).
-        self.fan_out_timeout = positive_seconds("fan_out_timeout", fan_out_timeout)
+        self.fan_out_timeout = (
+            DEFAULT_TIMEOUT_S
+            if fan_out_timeout is DEFAULT_TIMEOUT_S  # the default, valid: not checked again
+            else positive_seconds("fan_out_timeout", fan_out_timeout)
+        )
         #: Statements a process runs on one shard at once for fan-outs (None: the
         #: pool's default, ``uid_fields.ops.parallel.workers()``).
         self.fan_out_concurrency = (
@@ -111,24 +130,29 @@ class ShardedIdSession(ShardedReadsMixin, ShardedWritesMixin):
         #: A fan-out with an OFFSET above this warns (``DeepOffsetWarning``), once per
         #: statement shape per process; None never warns.
         self.fan_out_offset_warning = (
-            None
-            if fan_out_offset_warning is None
+            fan_out_offset_warning
+            if fan_out_offset_warning is None or fan_out_offset_warning is DEFAULT_OFFSET_WARNING
             else integer("fan_out_offset_warning", fan_out_offset_warning, 0)
         )
         self.strict = strict
         self.two_phase = two_phase
         if two_phase:
-            check_postgresql(shards)
+            setup.check_two_phase(shards)
         self._engines = shards
-        check_writes(shards, shard_map=shard_map)
-        super().__init__(
-            shard_chooser=self._choose_shard,
-            identity_chooser=self._choose_identity_shards,
-            execute_chooser=self._choose_execute_shards,
-            shards=shards,
-            query_cls=kwargs.pop("query_cls", ShardedIdQuery),
-            **kwargs,
+        setup.guard(shards, shard_map)
+        # ShardedSession.__init__ but for its do_orm_execute listener, which it registers
+        # on each instance (more than all of Session() costs): ``_execute_on_shards`` is
+        # the same listener, registered once on the class. While no hook is registered on
+        # the class after it, it stands where the instance's would (after every hook of
+        # the class, before every hook of the instance); otherwise the session listens
+        # on itself as ShardedSession does, and the class's does nothing for it.
+        super(ShardedSession, self).__init__(
+            query_cls=kwargs.pop("query_cls", ShardedIdQuery), **kwargs
         )
+        start_shard_binds(self, shards)  # its choosers are this class's methods (below)
+        self._routes_on_class = last_statement_hook(self) is _execute_on_shards
+        if not self._routes_on_class:
+            event.listen(self, "do_orm_execute", execute_and_instances, retval=True)
         self._flush_shards: set[str] = set()
         # (transaction, shard) -> connection, while a flush runs (see connection_callable).
         self._flush_connections: dict[tuple[Any, str], Connection] | None = None
@@ -398,6 +422,13 @@ class ShardedIdSession(ShardedReadsMixin, ShardedWritesMixin):
             )
         return sorted(shards, key=self.router.order)
 
+    # ShardedSession's three choosers, as methods of the class: set on each instance, as
+    # ShardedSession.__init__ sets them, each session would hold bound methods of itself
+    # (a reference cycle, freed only by the garbage collector).
+    shard_chooser = _choose_shard
+    identity_chooser = _choose_identity_shards
+    execute_chooser = _choose_execute_shards
+
 
 # Hooks of every ShardedIdSession, registered once for the class rather than per
 # instance (per-instance listeners made sharded_session() 3.6x Session()).
@@ -410,6 +441,19 @@ def _combine_named_shards(state: ORMExecuteState) -> Result[Any] | None:
 
 
 setattr(_combine_named_shards, OWN_HOOK, True)  # not a user's hook (compat.has_statement_hooks)
+
+
+@event.listens_for(ShardedIdSession, "do_orm_execute", retval=True)
+def _execute_on_shards(state: ORMExecuteState) -> Result[Any] | None:
+    """ShardedSession's own listener (each shard chosen runs the statement, the results
+    are merged), for every session that did not register it on itself (see __init__)."""
+    session = state.session
+    if isinstance(session, ShardedIdSession) and session._routes_on_class:
+        return execute_and_instances(state)
+    return None
+
+
+setattr(_execute_on_shards, OWN_HOOK, True)
 
 
 @event.listens_for(ShardedIdSession, "before_flush")
