@@ -176,7 +176,7 @@ PRIVATE_CONNECTIONS_API = ("_connections",)
 NESTED_OBJECTS_HOME = "django.contrib.admin.utils"
 
 
-#: The compiler's attributes ``fanout.CompiledSelect`` reads to build rows as
+#: The compiler's attributes ``query.compiled.CompiledSelect`` reads to build rows as
 #: ``ModelIterable`` does: where the model's fields, ``select_related`` rows and
 #: annotations sit in a row, and Django's conversion of raw rows.
 PRIVATE_COMPILER_API = (
@@ -409,7 +409,7 @@ def assign_generic_target(field: Any, instance: models.Model, value: Any) -> Non
 _PLAIN_POPULATORS = len(inspect.signature(get_related_populators).parameters) == 3
 
 #: Whether a fan-out page may be compiled once and build only the rows it returns
-#: (``fanout.CompiledSelect``); on Django 6.1 (fetch modes) each shard's rows are built
+#: (``query.compiled.CompiledSelect``); on Django 6.1 (fetch modes) each shard's rows are built
 #: by Django's own ``ModelIterable``, as before.
 PAGES_BUILT_ONCE = _PLAIN_POPULATORS
 

@@ -6,21 +6,20 @@ database's collation order.
 
 from __future__ import annotations
 
-import operator
 import threading
 import time
 from collections import namedtuple
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
+from django.core.exceptions import FieldDoesNotExist
 from django.db import DatabaseError, connections, models
-from django.db.models import F, OrderBy, Q
+from django.db.models import F, OrderBy
 
 from ..._internal import dbapi, pgmux
 from ...errors import FanOutTimeoutError, UnmergeableQueryError
-from ...ops import chunks, merge, parallel, streams
+from ...ops import merge, parallel, streams
 from ...sql.collation import (
     MYSQL_COLUMN_COLLATION,
     ranking_collation,
@@ -29,19 +28,14 @@ from ...sql.collation import (
     text_rank_sql,
 )
 from ..compat import (
-    PAGES_BUILT_ONCE,
     FlatValuesListIterable,
     ModelIterable,
     NamedValuesListIterable,
     ValuesIterable,
     iterable_class,
-    known_related_objects,
     lent_connection,
-    limited,
-    limits,
     ordering_request,
     prefetch_lookups,
-    related_populators,
     selected_names,
     where_of,
 )
@@ -50,6 +44,8 @@ from ..connections import pool_connections  # noqa: F401  (pool connections foll
 from ..connections.fences import FENCE_TRANSLATOR
 from ..connections.replicas import WRITE_WATCHER, read_alias, read_pins
 from ..relations.relation_filters import RelatedKeysIn
+from .chunked import keyset_chunks, without_server_cursors
+from .compiled import CompiledSelect
 
 #: A query of one shard, run as Django runs it (the sharded QuerySet's per-shard clones).
 ShardQuery = models.QuerySet[Any]
@@ -86,105 +82,6 @@ class FanOutPlan:
     @classmethod
     def of(cls, qs: models.QuerySet[Any]) -> FanOutPlan:
         return cls(qs.model, order_terms(qs), iterable_class(qs), selected_names(qs))
-
-
-class CompiledSelect:
-    """A model query's SQL compiled once, for every database of one backend: run it
-    raw on each (``fetch``), then build model instances of only the rows kept
-    (``models``), as ``ModelIterable`` would for each row's own database.
-
-    ``ModelIterable`` compiles the query on every database it reads and builds every
-    row it fetches; a fan-out's page of 20 over 8 shards would compile 8 times and
-    build 160 models to keep 20. The compiler's ``select``/``klass_info`` say where
-    the model's fields, the ``select_related`` rows and the annotations sit in a row.
-    """
-
-    def __init__(self, queryset: models.QuerySet[Any], compiler: Any, sql: str, params: Any):
-        self.queryset = queryset
-        self.compiler = compiler
-        self.sql = sql
-        self.params = tuple(params)
-        info = compiler.klass_info
-        fields = info["select_fields"]
-        self.start, self.end = fields[0], fields[-1] + 1
-        self.init_list = [f[0].target.attname for f in compiler.select[self.start : self.end]]
-
-    @classmethod
-    def of(cls, queryset: models.QuerySet[Any], alias: str) -> CompiledSelect | None:
-        """The query compiled for ``alias``'s backend; None when it needs no database
-        (an empty ``pk__in``, ``none()``) or selects no model, and on a Django whose
-        ``ModelIterable`` loop is not the one repeated here (6.1's fetch modes)."""
-        if not PAGES_BUILT_ONCE:
-            return None
-        compiler = queryset.query.get_compiler(using=alias)
-        try:
-            sql, params = compiler.as_sql()
-        except EmptyResultSet:
-            return None
-        if not compiler.klass_info:
-            return None
-        return cls(queryset, compiler, sql, params)
-
-    def position(self, attname: str) -> int | None:
-        """Where the model's field ``attname`` sits in a row (None: not selected)."""
-        for index, name in enumerate(self.init_list, self.start):
-            if name == attname:
-                return index
-        return None
-
-    def fetch(self, alias: str) -> list[tuple[Any, ...]]:
-        """The rows of ``alias``'s database, converted as Django converts them, on this
-        thread's connection to it."""
-        with connections[alias].cursor() as cursor:
-            cursor.execute(self.sql, self.params)
-            return self.converted(cursor.fetchall())
-
-    def converted(self, rows: list[Any]) -> list[tuple[Any, ...]]:
-        """Rows as the driver returned them, converted as Django converts them."""
-        compiler = self.compiler
-        if compiler.has_extra_select:
-            rows = [row[: compiler.col_count] for row in rows]
-        return list(compiler.results_iter(results=[rows], tuple_expected=True))
-
-    def models(self, rows: Iterable[tuple[str, tuple[Any, ...]]]) -> list[models.Model]:
-        """Model instances of ``(database, row)`` pairs: ``ModelIterable``'s loop, with
-        the database of each row rather than one for all."""
-        compiler, queryset = self.compiler, self.queryset
-        info, select = compiler.klass_info, compiler.select
-        model_cls = info["model"]
-        annotations = compiler.annotation_col_map
-        populators: dict[str, list[Any]] = {}
-        known = [
-            (
-                field,
-                objects,
-                operator.attrgetter(
-                    *[
-                        field.attname
-                        if source == "self"
-                        else queryset.model._meta.get_field(source).attname
-                        for source in field.from_fields
-                    ]
-                ),
-            )
-            for field, objects in known_related_objects(queryset).items()
-        ]
-        built = []
-        for db, row in rows:
-            obj = model_cls.from_db(db, self.init_list, row[self.start : self.end])
-            if db not in populators:
-                populators[db] = related_populators(info, select, db)
-            for populator in populators[db]:
-                populator.populate(row, obj)
-            for name, column in (annotations or {}).items():
-                setattr(obj, name, row[column])
-            for field, objects, key_of in known:
-                if not field.is_cached(obj):
-                    found = objects.get(key_of(obj))
-                    if found is not None:
-                        setattr(obj, field.name, found)
-            built.append(obj)
-        return built
 
 
 def order_terms(qs: models.QuerySet[Any]) -> list[OrderTerm]:
@@ -567,8 +464,8 @@ class _Shape:
         """The shard's rows, read whole or, with ``chunk_size``, as a chunked cursor."""
         source = shard if self.plain else shard.values_list(*self.wanted)
         if chunk_size is not None:
-            if _without_server_cursors(shard.db):
-                rows = _keyset_chunks(source, self.chunk_keys, chunk_size)
+            if without_server_cursors(shard.db):
+                rows = keyset_chunks(source, self.chunk_keys, chunk_size)
             else:
                 rows = source.iterator(chunk_size=chunk_size)
             return rows if self.plain else (tuple(row) for row in rows)
@@ -589,67 +486,6 @@ class _Shape:
             factory = namedtuple("Row", names)
             return (factory(*row[:width]) for row in rows)
         return (row[:width] for row in rows)
-
-
-def _without_server_cursors(alias: str) -> bool:
-    """Whether a stream from ``alias`` is read in keyset chunks (``ops.chunks``): its
-    PostgreSQL settings disable server-side cursors, as Django's docs require behind a
-    pooler in transaction mode, where a cursor does not outlive its transaction."""
-    connection = connections[alias]
-    return connection.vendor == "postgresql" and bool(
-        connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS")
-    )
-
-
-def _keyset_chunks(
-    source: models.QuerySet[Any], keys: list[merge.SortKey], chunk_size: int
-) -> Iterator[Any]:
-    """The rows of ``source`` (one shard's query, ``[:high]`` at most) read ``chunk_size``
-    at a time, each chunk the rows past the last one read in the order of ``keys``
-    (the query's terms, then the primary key): no cursor is held between two queries,
-    and no more than a chunk is in memory."""
-    alias = source.db
-    vendor = connections[alias].vendor
-    terms = [chunks.ChunkTerm(k.name, k.descending, merge.null_position(k, vendor)) for k in keys]
-    unsliced = limited(source, None)
-    if not ordering_request(unsliced)[1]:  # reverse(): the terms are reversed already
-        unsliced = unsliced.reverse()
-    ordered = unsliced.order_by(*(_order_by(term) for term in terms))
-    _, high = limits(source)
-    read, last = 0, None
-    while high is None or read < high:
-        size = chunk_size if high is None else min(chunk_size, high - read)
-        query = ordered if last is None else ordered.filter(_q_beyond(terms, last))
-        rows = list(query[:size])
-        yield from rows
-        read += len(rows)
-        if len(rows) < size:
-            return
-        last = [key.get(rows[-1]) for key in keys]
-
-
-def _order_by(term: chunks.ChunkTerm) -> OrderBy:
-    """The term as an ORDER BY, its NULLs placed where ``rows_beyond`` expects them."""
-    field = F(term.name)
-    first, last = term.nulls == "first", term.nulls == "last"
-    if term.descending:
-        return field.desc(nulls_first=first or None, nulls_last=last or None)
-    return field.asc(nulls_first=first or None, nulls_last=last or None)
-
-
-def _q_beyond(terms: list[chunks.ChunkTerm], last: list[Any]) -> Q:
-    """``chunks.rows_beyond`` as a ``Q``: an OR of ANDs."""
-    lookups = {"=": "exact", ">": "gt", "<": "lt"}
-    beyond = Q(pk__in=[])  # no alternative: no row follows
-    for alternative in chunks.rows_beyond(terms, last):
-        both = Q()
-        for c in alternative:
-            if c.op in lookups:
-                both &= Q(**{f"{c.name}__{lookups[c.op]}": c.value})
-            else:
-                both &= Q(**{f"{c.name}__isnull": c.op == "is null"})
-        beyond |= both
-    return beyond
 
 
 def _item(row: Any, name: str) -> Any:
