@@ -697,15 +697,7 @@ def _read(
             # one round trip, not BEGIN, the SELECT and the ROLLBACK of its return to
             # the pool (psycopg's autocommit is a client-side switch, no round trip).
             connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-        raw = connection.connection.dbapi_connection
-        parallel.on_timeout(lambda: dbapi.interrupt(raw))
-        if objects:
-            with Session(bind=connection) as reader:
-                loaded = reader.execute(statement, params, execution_options=options)
-                return loaded.freeze()()
-        result = connection.execute(statement, params, execution_options=options)
-        rows: Result[Any] = result.freeze()()  # read before the connection goes back
-        return rows
+        return _read_on(connection, statement, params, options, objects)
 
 
 def _read_on(
@@ -715,8 +707,10 @@ def _read_on(
     options: dict[str, Any],
     objects: bool = False,
 ) -> Result[Any]:
-    """``_read`` on the connection the session's transaction holds to a shard, from the
-    calling thread (the only one that may use it): the read sees that transaction."""
+    """``_read`` on a connection given: one of the fan-out's own, or the one the
+    session's transaction holds to a shard, from the calling thread (the only one that
+    may use it), so the read sees that transaction. The rows are read (frozen) before
+    the connection goes back to its pool."""
     raw = connection.connection.dbapi_connection
     parallel.on_timeout(lambda: dbapi.interrupt(raw))
     if objects:
